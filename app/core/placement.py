@@ -1,0 +1,77 @@
+"""Placement: turn an Envelope into provider-neutral messages with cache-breakpoint markers.
+
+- `library` (Copilot for Obsidian's layout): system = L1 + L2; history; user = tools + L3 + L5.
+  Breakpoints after L1, after L2, on the last history message, and on the final user message.
+- `append-only`: system = L1; history user messages carry the durable parts they sent; user = tools + L3 + L5.
+  Turn n+1's request extends turn n's byte-for-byte unless L1 or a note changed (or turn n had ephemeral tool
+  output, which is dropped from history). Breakpoints after L1, on the last history message and the final message.
+- `legacy`: like append-only, but every attached item is sent in full every turn (the baseline).
+At most four breakpoints are ever marked (Anthropic's limit); the model bridge maps or ignores them.
+"""
+
+from __future__ import annotations
+
+from app.core.envelope import Envelope, Strategy
+from app.core.fragments import Fragment, Layer
+from app.core.prompt import ContentBlock, PromptMessage, Role
+
+MAX_BREAKPOINTS = 4
+
+
+def _blocks(fragments: list[Fragment]) -> list[ContentBlock]:
+    return [ContentBlock(f.text, False, f.source) for f in fragments]
+
+
+def _mark_last(blocks: list[ContentBlock]) -> None:
+    if blocks:
+        last = blocks[-1]
+        blocks[-1] = ContentBlock(last.text, True, last.source)
+
+
+def place(envelope: Envelope) -> list[PromptMessage]:
+    """Provider-neutral messages for an envelope, in order: system, history…, user."""
+    system = _blocks(list(envelope.layer(Layer.L1_SYSTEM)))
+    _mark_last(system)
+    library = _blocks(list(envelope.layer(Layer.L2_LIBRARY)))
+    if envelope.strategy is Strategy.LIBRARY and library:
+        _mark_last(library)
+        system += library
+    messages: list[PromptMessage] = []
+    if system:
+        messages.append(PromptMessage("system", tuple(system)))
+    history = list(envelope.layer(Layer.L4_HISTORY))
+    for index, fragment in enumerate(history):
+        role: Role = "assistant" if fragment.role == "assistant" else "user"
+        mark = index == len(history) - 1
+        messages.append(PromptMessage.plain(role, fragment.text, cache_breakpoint=mark, source=fragment.source))
+    user = _blocks(list(envelope.turn_fragments))
+    _mark_last(user)
+    messages.append(PromptMessage("user", tuple(user)))
+    return _merge_same_role(_limit_breakpoints(messages))
+
+
+def _limit_breakpoints(messages: list[PromptMessage]) -> list[PromptMessage]:
+    """Keep the last MAX_BREAKPOINTS markers: later prefixes contain earlier ones."""
+    seen = 0
+    out: list[PromptMessage] = []
+    for message in reversed(messages):
+        blocks = []
+        for block in reversed(message.blocks):
+            if block.cache_breakpoint:
+                seen += 1
+                if seen > MAX_BREAKPOINTS:
+                    block = ContentBlock(block.text, False, block.source)
+            blocks.append(block)
+        out.append(PromptMessage(message.role, tuple(reversed(blocks))))
+    return list(reversed(out))
+
+
+def _merge_same_role(messages: list[PromptMessage]) -> list[PromptMessage]:
+    """Join consecutive user messages (an unanswered turn) so providers that need alternation accept them."""
+    out: list[PromptMessage] = []
+    for message in messages:
+        if out and out[-1].role == message.role == "user":
+            out[-1] = PromptMessage("user", out[-1].blocks + message.blocks)
+        else:
+            out.append(message)
+    return out

@@ -1,0 +1,1 @@
+"""Model adapter: litellm bridge, usage accounting, test server, offline model."""

@@ -1,0 +1,1 @@
+"""Desktop window (the only package that imports PySide6)."""

@@ -1,0 +1,1 @@
+"""Vault adapter: parse, watch, index and search the markdown folder."""
