@@ -98,7 +98,8 @@ def render_block(
         lines.append(f"<{name}>{escape_content(value)}</{name}>")
     if content is not None:
         lines.append("<content>")
-        lines.append(content)
+        # The closing tag goes on its own line; a note's final newline would only add a blank line.
+        lines.append(content.removesuffix("\n"))
         lines.append("</content>")
     lines.append(f"</{tag}>")
     return "\n".join(lines)

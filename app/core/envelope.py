@@ -16,6 +16,7 @@ from enum import StrEnum
 
 from app.core.fragments import Fragment, Layer, Retention, Stability, combined_hash
 from app.core.items import ContextItem, RefKind
+from app.core.prompt import BLOCK_SEPARATOR
 
 
 class Strategy(StrEnum):
@@ -178,7 +179,7 @@ class PromptContextEngine:
         carry_parts = request.strategy is not Strategy.LIBRARY
         for index, message in enumerate(request.history):
             if message.role == "user" and carry_parts and message.sent:
-                text = "\n\n".join(f.text for f in message.sent if f.retention is Retention.DURABLE)
+                text = BLOCK_SEPARATOR.join(f.text for f in message.sent if f.retention is Retention.DURABLE)
             else:
                 text = message.text
             out.append(

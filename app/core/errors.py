@@ -1,10 +1,10 @@
 """Domain errors. Every error carries a sentence a person understands.
 
-    SidenoteError
-    ├── NotFoundError      a message, chat, note or project that is not there
-    ├── VaultPathError     a path that leaves the vault or cannot be used
-    ├── ChatFormatError    a chat note that cannot be read
-    └── ConflictError      a file changed outside Sidenote since it was last written
+SidenoteError
+├── NotFoundError      a message, chat, note or project that is not there
+├── VaultPathError     a path that leaves the vault or cannot be used
+├── ChatFormatError    a chat note that cannot be read
+└── ConflictError      a file changed outside Sidenote since it was last written
 """
 
 from __future__ import annotations

@@ -140,5 +140,6 @@ class ContextItem:
         name = title or ref.target.rsplit("/", 1)[-1].removesuffix(".md")
         if ref.kind is RefKind.URL:
             return cls(kind, ref.identity, name, url=ref.target, error=error)
-        return cls(kind, ref.identity, name, path=ref.target, error=error, start_line=ref.start_line,
-                   end_line=ref.end_line)
+        return cls(
+            kind, ref.identity, name, path=ref.target, error=error, start_line=ref.start_line, end_line=ref.end_line
+        )

@@ -222,7 +222,9 @@ class ChatManager:
 
     def _run_turn(self, user: Message, search: str | bool, cancel: threading.Event | None) -> Iterator[TurnEvent]:
         chat = self.chat
-        if any(m.sender is Sender.USER and m.strategy not in ("", self.strategy.value) for m in self._prior(chat, user)):
+        if any(
+            m.sender is Sender.USER and m.strategy not in ("", self.strategy.value) for m in self._prior(chat, user)
+        ):
             self.rebuild_sent(chat)
         envelope = self.build_envelope(user, search)
         user = chat.messages.update_envelope(

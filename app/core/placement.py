@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from app.core.envelope import Envelope, Strategy
 from app.core.fragments import Fragment, Layer
-from app.core.prompt import ContentBlock, PromptMessage, Role
+from app.core.prompt import BLOCK_SEPARATOR, ContentBlock, PromptMessage, Role
 
 MAX_BREAKPOINTS = 4
 
@@ -44,9 +44,11 @@ def place(envelope: Envelope) -> list[PromptMessage]:
         role: Role = "assistant" if fragment.role == "assistant" else "user"
         mark = index == len(history) - 1
         messages.append(PromptMessage.plain(role, fragment.text, cache_breakpoint=mark, source=fragment.source))
-    user = _blocks(list(envelope.turn_fragments))
-    _mark_last(user)
-    messages.append(PromptMessage("user", tuple(user)))
+    # One block, so next turn's history copy of this message is the same bytes for every provider.
+    turn = envelope.turn_fragments
+    messages.append(
+        PromptMessage.plain("user", BLOCK_SEPARATOR.join(f.text for f in turn), cache_breakpoint=True, source="turn")
+    )
     return _merge_same_role(_limit_breakpoints(messages))
 
 

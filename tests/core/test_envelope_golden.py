@@ -1,0 +1,89 @@
+"""Golden files for the three-turn example under every strategy (set SIDENOTE_UPDATE_GOLDEN=1 to rewrite)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from app.core.envelope import Strategy
+from app.core.fragments import Layer
+from app.core.items import ContextRef
+from app.core.manager import ChatManager, TurnStarted
+from app.core.placement import place
+from tests.core.fakes import MemoryResolver, ScriptedBackend, options
+
+GOLDEN = Path(__file__).parent / "golden"
+SPEC = "Piano Lessons/project-spec.md"
+API = "Piano Lessons/api-docs.md"
+NOTES = {
+    SPEC: "# Project spec\n\nA booking app for piano lessons.\n\n## Goals\n- Book a lesson in three taps.\n",
+    API: "# API\n\n`POST /bookings` creates a booking.\n`GET /teachers` lists teachers.\n",
+}
+TURNS = [
+    ([SPEC], "Summarize this"),
+    ([SPEC, API], "What's the API?"),
+    ([SPEC], "Explain that"),
+]
+
+
+def run_three_turns(strategy: Strategy) -> list[TurnStarted]:
+    """Play the example and return each turn's start event."""
+    backend = ScriptedBackend(["It is a booking app.", "Two endpoints.", "It books lessons."])
+    manager = ChatManager(resolver=MemoryResolver(dict(NOTES)), backend=backend, options=options, strategy=strategy)
+    starts = []
+    for paths, text in TURNS:
+        events = list(manager.send(text, [ContextRef.note(p) for p in paths]))
+        starts.append(next(e for e in events if isinstance(e, TurnStarted)))
+    return starts
+
+
+def render_request(start: TurnStarted) -> str:
+    """A readable, exact dump of one request: messages, blocks, breakpoints."""
+    lines = []
+    for message in start.messages:
+        lines.append(f"=== {message.role}")
+        for block in message.blocks:
+            mark = " [cache breakpoint]" if block.cache_breakpoint else ""
+            lines.append(f"--- {block.source}{mark}")
+            lines.append(block.text)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("strategy", list(Strategy))
+def test_three_turn_golden(strategy: Strategy) -> None:
+    starts = run_three_turns(strategy)
+    actual = "".join(f"##### turn {i}\n{render_request(s)}" for i, s in enumerate(starts, 1))
+    path = GOLDEN / f"three-turns-{strategy.value}.txt"
+    if os.environ.get("SIDENOTE_UPDATE_GOLDEN"):
+        path.write_text(actual, encoding="utf-8")
+    assert actual == path.read_text(encoding="utf-8")
+
+
+def test_library_layers_follow_the_issue() -> None:
+    t1, t2, t3 = (s.envelope for s in run_three_turns(Strategy.LIBRARY))
+    assert t1.layer(Layer.L2_LIBRARY) == ()
+    assert [f.source for f in t1.layer(Layer.L3_TURN)] == [f"turn:{SPEC}"]
+    assert [f.source for f in t2.layer(Layer.L2_LIBRARY)] == ["library.header", f"library:{SPEC}"]
+    assert [f.source for f in t2.layer(Layer.L3_TURN)] == [f"turn:{API}", "turn:refs"]
+    assert SPEC in t2.layer(Layer.L3_TURN)[1].text
+    l2_t3 = t3.layer(Layer.L2_LIBRARY)
+    assert [f.source for f in l2_t3] == ["library.header", f"library:{SPEC}", f"library:{API}"]
+    assert l2_t3[:2] == t2.layer(Layer.L2_LIBRARY)  # prefix stable: turn 3 only appends api-docs
+    assert [f.source for f in t3.layer(Layer.L3_TURN)] == ["turn:refs"]
+
+
+def test_append_only_extends_previous_request_byte_for_byte() -> None:
+    starts = run_three_turns(Strategy.APPEND_ONLY)
+    for previous, current in zip(starts, starts[1:], strict=False):
+        prev_msgs = previous.messages
+        cur_msgs = current.messages
+        assert [m.text for m in cur_msgs[: len(prev_msgs)]] == [m.text for m in prev_msgs]
+
+
+def test_placement_marks_at_most_four_breakpoints() -> None:
+    for strategy in Strategy:
+        for start in run_three_turns(strategy):
+            marks = sum(b.cache_breakpoint for m in place(start.envelope) for b in m.blocks)
+            assert 1 <= marks <= 4
