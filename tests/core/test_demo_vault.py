@@ -21,10 +21,7 @@ DAILY_NAME = re.compile(r"\A\d{4}-\d{2}-\d{2}\.md\Z")
 
 
 def _notes() -> dict[str, str]:
-    return {
-        p.relative_to(VAULT).as_posix(): p.read_text(encoding="utf-8")
-        for p in sorted(VAULT.rglob("*.md"))
-    }
+    return {p.relative_to(VAULT).as_posix(): p.read_text(encoding="utf-8") for p in sorted(VAULT.rglob("*.md"))}
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +91,7 @@ def test_block_references_resolve(notes: dict[str, str], all_text: str) -> None:
     assert refs
     for target, block_id in refs:
         target_text = by_stem[Path(target).name]
-        assert re.search(rf"\s\^{re.escape(block_id)}$", target_text, re.MULTILINE), (
-            block_id
-        )
+        assert re.search(rf"\s\^{re.escape(block_id)}$", target_text, re.MULTILINE), block_id
 
 
 def test_embeds_of_a_section_and_of_media(all_text: str) -> None:
@@ -133,9 +128,7 @@ def test_daily_notes_are_named_by_date(notes: dict[str, str]) -> None:
     assert all(DAILY_NAME.match(Path(p).name) for p in daily)
     assert all(Path(p).name.startswith("2026-11-") for p in daily)
     dated = [p for p, t in daily.items() if f"date: {Path(p).stem}" in _frontmatter(t)]
-    assert 0 < len(dated) < len(daily), (
-        "some, not all, daily notes carry a date property"
-    )
+    assert 0 < len(dated) < len(daily), "some, not all, daily notes carry a date property"
 
 
 def test_meeting_notes_exist(notes: dict[str, str]) -> None:
@@ -165,21 +158,16 @@ def test_project_note_defines_the_piano_project(notes: dict[str, str]) -> None:
 
 
 def test_escaping_fixture_contains_closing_tags(notes: dict[str, str]) -> None:
-    fixtures = [
-        p for p, t in notes.items() if "</content>" in t and "</note_context>" in t
-    ]
+    fixtures = [p for p, t in notes.items() if "</content>" in t and "</note_context>" in t]
     assert fixtures == ["Engineering/prompt-formats.md"]
     text = notes[fixtures[0]]
     fence_start = text.index("```text")
-    assert (
-        fence_start
-        < text.index("</content>", fence_start)
-        < text.index("```", fence_start + 3)
-    )
+    assert fence_start < text.index("</content>", fence_start) < text.index("```", fence_start + 3)
 
 
 def test_non_ascii_text_is_present(all_text: str) -> None:
-    assert "é" in all_text and "ü" in all_text
+    assert "é" in all_text
+    assert "ü" in all_text
     assert re.search(r"[\u4e00-\u9fff]", all_text), "CJK"
     assert re.search(r"[\U0001F300-\U0001FAFF]", all_text), "emoji"
 
@@ -201,14 +189,10 @@ def test_wikilinks_and_headings_resolve(notes: dict[str, str], all_text: str) ->
     for path, text in notes.items():
         by_key[path.removesuffix(".md")] = text
         by_key.setdefault(Path(path).stem, text)
-    targets = [(t, h) for t, h, _ in WIKILINK.findall(all_text)] + EMBED.findall(
-        all_text
-    )
+    targets = [(t, h) for t, h, _ in WIKILINK.findall(all_text)] + EMBED.findall(all_text)
     for target, heading in targets:
         if target.endswith(".png"):
             continue
         assert target in by_key, f"unresolved [[{target}]]"
         if heading and not heading.startswith("#^"):
-            assert heading[1:] in _heading_slugs(by_key[target]), (
-                f"[[{target}{heading}]]"
-            )
+            assert heading[1:] in _heading_slugs(by_key[target]), f"[[{target}{heading}]]"
