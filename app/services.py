@@ -1,0 +1,127 @@
+"""Composition root: build every service for one vault from AppConfig. Nothing is created at import time."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.config import AppConfig
+from app.core.chat import Chat, Project
+from app.core.envelope import DEFAULT_SYSTEM_PROMPT, Strategy, ToolOutput
+from app.core.manager import ChatManager
+from app.core.ports import ChatBackend
+from app.core.prompt import ModelOptions
+from app.vault.resolver import VaultContextResolver
+from app.vault.web import UrlFetcher
+
+log = logging.getLogger(__name__)
+
+FAKE_MODELS = ("fake", "fake/canned")
+
+
+@dataclass
+class Services:
+    """Everything the window and the CLI use for one vault."""
+
+    config: AppConfig
+    vault: Path
+    resolver: VaultContextResolver
+    backend: ChatBackend
+    chats: ChatManager
+    urls: UrlFetcher
+    model: str
+    api_base: str
+    model_label: str
+    index: Any = None  # app.vault index facade (search, list notes, watcher, indexing progress)
+    store: Any = None  # app.vault.chat_store.VaultChatStore
+    history: Any = None  # app.vault.history (list/open/rename/delete chats)
+    projects: Any = None  # app.vault.projects (load projects, project context)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        """Release files, threads and watchers."""
+        for extra in (self.index, self.store, self.history, self.projects, *self.extras.values()):
+            close = getattr(extra, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception as exc:  # closing must never mask the real exit reason
+                    log.warning("Closing %s failed: %s", type(extra).__name__, exc)
+
+
+def build_backend(model: str) -> ChatBackend:
+    """The backend for a model string: the canned fake, or litellm (which also runs the offline model)."""
+    if model in FAKE_MODELS:
+        from app.llm.fake import FakeChatBackend
+
+        return FakeChatBackend()
+    from app.llm.client import LiteLLMBackend
+
+    return LiteLLMBackend()
+
+
+def api_key_for(model: str) -> str:
+    """The API key from keyring for the model's provider, if one is stored (environment variables win in litellm)."""
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    if not provider or os.environ.get(f"{provider.upper()}_API_KEY"):
+        return ""
+    try:
+        import keyring
+
+        return keyring.get_password("sidenote", provider) or ""
+    except Exception as exc:  # no keyring backend on this machine: environment variables still work
+        log.debug("keyring unavailable: %s", exc)
+        return ""
+
+
+def build_services(
+    config: AppConfig,
+    vault: Path,
+    *,
+    backend: ChatBackend | None = None,
+    model: str | None = None,
+    api_base: str | None = None,
+    strategy: str | None = None,
+    search_tool: Callable[[str, Project], ToolOutput] | None = None,
+    with_store: bool = True,
+) -> Services:
+    """Wire resolver, backend, chat manager (and, when available, index, store and history) for a vault."""
+    vault = Path(vault).expanduser().resolve()
+    urls = UrlFetcher()
+    resolver = VaultContextResolver(vault, exclude=config.exclude, chat_folder=config.chat_folder, fetch_url=urls)
+    chosen_model = model if model is not None else config.model
+    chosen_base = api_base if api_base is not None else config.api_base
+    label = chosen_model
+    if not chosen_model:
+        from app.llm.discovery import choose_default_model
+
+        choice = choose_default_model(config.model, dict(os.environ))
+        chosen_model, chosen_base, label = choice.model, choice.api_base or chosen_base, choice.label
+    backend = backend or build_backend(chosen_model)
+    key = api_key_for(chosen_model)
+
+    def options(chat: Chat, project: Project) -> ModelOptions:
+        return ModelOptions(
+            model=project.model or chosen_model,
+            api_base=chosen_base,
+            api_key=key,
+            temperature=project.temperature if project.temperature is not None else config.temperature,
+            max_tokens=config.max_output_tokens,
+            chat_id=chat.id,
+            num_ctx=config.ollama_num_ctx,
+        )
+
+    manager = ChatManager(
+        resolver=resolver,
+        backend=backend,
+        options=options,
+        search_tool=search_tool,
+        strategy=Strategy(strategy or config.strategy),
+        base_prompt=config.base_system_prompt or DEFAULT_SYSTEM_PROMPT,
+        memory=config.memory,
+    )
+    return Services(config, vault, resolver, backend, manager, urls, chosen_model, chosen_base, label)
