@@ -139,7 +139,8 @@ class ScriptedSession:
                     first = time.perf_counter() - started
                 elif isinstance(event, TurnFinished):
                     finished = event
-            assert start_event is not None and finished is not None
+            if start_event is None or finished is None:
+                raise ScriptedSessionError(f"Turn {turn.say!r} ended without a reply")
             yield TurnOutcome(
                 turn,
                 start_event.envelope,
