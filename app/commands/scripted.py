@@ -64,6 +64,7 @@ class ScriptedSession:
         api_base: str | None = None,
         vault_copy: Path | None = None,
         save_chat: bool = False,
+        keep_copy: bool = False,
     ) -> ScriptedSession:
         """Copy the vault privately and build the services on the copy."""
         try:
@@ -73,7 +74,9 @@ class ScriptedSession:
         if not Path(vault).is_dir():
             raise ScriptedSessionError(f"The vault {vault} is not a folder")
         temp = None
-        if vault_copy is None:
+        if vault_copy is None and keep_copy:
+            target = Path(tempfile.mkdtemp(prefix="sidenote-vault-")) / Path(vault).resolve().name
+        elif vault_copy is None:
             temp = tempfile.TemporaryDirectory(prefix="sidenote-vault-")
             target = Path(temp.name) / Path(vault).resolve().name
         else:
