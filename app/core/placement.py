@@ -4,7 +4,8 @@
   Breakpoints after L1, after L2, on the last history message, and on the final user message.
 - `append-only`: system = L1; history user messages carry the durable parts they sent; user = tools + L3 + L5.
   Turn n+1's request extends turn n's byte-for-byte unless L1 or a note changed (or turn n had ephemeral tool
-  output, which is dropped from history). Breakpoints after L1, on the last history message and the final message.
+  output, which is dropped from history). Breakpoints after L1, on the last history user message (where the
+  previous request ended), on the last history message, and on the final message.
 - `legacy`: like append-only, but every attached item is sent in full every turn (the baseline).
 At most four breakpoints are ever marked (Anthropic's limit); the model bridge maps or ignores them.
 """
@@ -40,9 +41,12 @@ def place(envelope: Envelope) -> list[PromptMessage]:
     if system:
         messages.append(PromptMessage("system", tuple(system)))
     history = list(envelope.layer(Layer.L4_HISTORY))
+    # The last history user message ended the previous request, whose full prefix that request cached: marking it
+    # again gives an exact hit even where a provider does not look back for earlier block boundaries.
+    last_user = max((i for i, f in enumerate(history) if f.role == "user"), default=-1)
     for index, fragment in enumerate(history):
         role: Role = "assistant" if fragment.role == "assistant" else "user"
-        mark = index == len(history) - 1
+        mark = index == len(history) - 1 or (index == last_user and envelope.strategy is not Strategy.LIBRARY)
         messages.append(PromptMessage.plain(role, fragment.text, cache_breakpoint=mark, source=fragment.source))
     # One block, so next turn's history copy of this message is the same bytes for every provider.
     turn = envelope.turn_fragments
