@@ -35,6 +35,7 @@ _BINARY_PROBE = 8192
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _MDLINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
 _TAG = re.compile(r"(?<![\w#&/(\[\]`'\"=:.-])#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
 _CODE_SPAN = re.compile(r"(`+)(?:.|\n)*?\1")
 _DATE = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
@@ -110,7 +111,7 @@ def parse_note(path: str, text: str, *, mtime: float = 0.0, ctime: float = 0.0, 
         first_line = token.map[0] + 1
         parent = tokens[index - 1] if index else None
         if parent is not None and parent.type == "heading_open":
-            headings.append(Heading(int(parent.tag[1:]), token.content.strip(), first_line))
+            headings.append(Heading(int(parent.tag[1:]), _HTML_TAG.sub("", token.content).strip(), first_line))
         _scan_inline(token, first_line, links, tags)
     aliases = _list_value(meta.get("aliases", meta.get("alias")))
     return Note(

@@ -1,0 +1,377 @@
+"""VaultIndex: the one object the app builds per vault: sync, lexical build, vector fill, hybrid search, watching.
+
+Invariants: the index lives in `index_dir` (never in the vault); a restart re-reads only files whose size or
+mtime changed and re-embeds nothing that is unchanged (vectors are keyed by chunk content hash); the lexical index
+is built first and is searchable at once, vectors are filled afterwards (newest notes first), in committed
+batches, and search fuses whatever part of the vectors is ready (`vector_coverage`). A different embedding model id
+than the stored one drops the vectors (a new collection) and refills them. chromadb is only imported once vectors
+are needed, so opening and searching a lexical-only index stays fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.core.search import IndexProgress, SearchFilters, SearchHit, fuse_rrf
+from app.vault.chunking import chunk_note, embedding_text
+from app.vault.embedding import Embedder, make_embedder
+from app.vault.lexical import ChunkRow, LexicalStore
+from app.vault.note import Note
+from app.vault.parsing import NoteReadError, parse_note, read_note_text
+from app.vault.scanning import NoteFile, VaultFilter, safe_note_path, scan_vault
+from app.vault.vectors import ChromaVectorStore, collection_name
+from app.vault.watcher import VaultChange, VaultWatcher
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[IndexProgress], None]
+DB_NAME = "index.sqlite3"
+CHROMA_DIR = "chroma"
+_COMMIT_EVERY = 300
+_FILTER_ID_CAP = 20_000
+
+
+@dataclass
+class SyncReport:
+    """What a lexical sync did."""
+
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    seconds: float = 0.0
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FillReport:
+    """What a vector fill did."""
+
+    embedded: int = 0
+    seconds: float = 0.0
+    remaining: int = 0
+    stopped: bool = False
+    embed_seconds: float = 0.0
+
+
+class VaultIndex:
+    """Lexical + vector index of one vault, with search and watching."""
+
+    def __init__(
+        self,
+        root: Path,
+        index_dir: Path,
+        *,
+        vault_filter: VaultFilter,
+        embedder: Embedder,
+        chroma_url: str = "",
+    ) -> None:
+        self.root = Path(root)
+        self.index_dir = Path(index_dir)
+        if _inside(self.index_dir, self.root):
+            raise ValueError(f"The index folder {self.index_dir} must not be inside the vault {self.root}.")
+        self.filter = vault_filter
+        self.embedder = embedder
+        self._chroma_url = chroma_url
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        self.lexical = LexicalStore(self.index_dir / DB_NAME)
+        self._write_lock = threading.RLock()
+        self._vector_lock = threading.Lock()
+        self._vectors: ChromaVectorStore | None = None
+        self._dirty = threading.Event()
+        self._watcher: VaultWatcher | None = None
+        self._old_collection = ""
+        stored = self.lexical.meta("model_id")
+        if stored != embedder.model_id:
+            if stored:
+                log.info("Embedding model changed (%s -> %s); vectors will be rebuilt", stored, embedder.model_id)
+                self._old_collection = collection_name(self.index_dir.name, stored)
+            self.lexical.forget_embeddings()
+            self.lexical.set_meta("model_id", embedder.model_id)
+
+    @classmethod
+    def open(
+        cls,
+        root: Path,
+        index_dir: Path,
+        exclude: Sequence[str] = (),
+        chat_folder: str = "Sidenote/Chats",
+        embedder: str | Embedder = "local",
+        *,
+        embedding_model: str = "",
+        api_base: str = "",
+        chroma_url: str = "",
+    ) -> VaultIndex:
+        """Open (or create) the index of a vault; nothing is scanned until `build_lexical`."""
+        chosen = make_embedder(embedder, embedding_model, api_base) if isinstance(embedder, str) else embedder
+        return cls(
+            Path(root),
+            Path(index_dir),
+            vault_filter=VaultFilter(tuple(exclude), chat_folder),
+            embedder=chosen,
+            chroma_url=chroma_url,
+        )
+
+    # -- notes ---------------------------------------------------------------------------------------------------
+
+    def list_notes(self) -> list[str]:
+        """Every indexed note path, sorted."""
+        return self.lexical.paths()
+
+    def note_paths(self) -> Sequence[str]:
+        """NoteCatalog: every indexed note path."""
+        return self.lexical.paths()
+
+    def paths_with_tag(self, tag: str) -> Sequence[str]:
+        """NoteCatalog: notes with a tag (nested tags included)."""
+        return self.lexical.paths_with_tag(tag)
+
+    def note(self, path: str) -> Note | None:
+        """Read and parse one note now (None when it cannot be read)."""
+        try:
+            file = safe_note_path(self.root, path)
+            text, warnings = read_note_text(file)
+            info = file.stat()
+        except (NoteReadError, OSError, ValueError) as exc:
+            log.info("Cannot read note %s: %s", path, exc)
+            return None
+        return parse_note(path, text, mtime=info.st_mtime, ctime=info.st_ctime, warnings=warnings)
+
+    # -- lexical -------------------------------------------------------------------------------------------------
+
+    def build_lexical(self, progress: Progress | None = None) -> SyncReport:
+        """Bring the lexical index in line with the vault: new, changed and removed notes only."""
+        started = time.monotonic()
+        report = SyncReport()
+        with self._write_lock:
+            files = scan_vault(self.root, self.filter)
+            stored = self.lexical.note_states()
+            seen = {f.path for f in files}
+            removed = [p for p in stored if p not in seen]
+            todo = [f for f in files if stored.get(f.path) != (f.size, f.mtime_ns)]
+            report.unchanged = len(files) - len(todo)
+            self.lexical.remove_notes(removed)
+            report.removed = len(removed)
+            last = 0.0
+            for done, file in enumerate(todo, start=1):
+                self._index_file(file, stored, report)
+                if done % _COMMIT_EVERY == 0:
+                    self.lexical.commit()
+                now = time.monotonic()
+                if progress and (now - last > 0.2 or done == len(todo)):
+                    last = now
+                    progress(IndexProgress("lexical", done, len(todo), now - started))
+            self.lexical.commit()
+        if report.added or report.updated or report.removed:
+            self._dirty.set()
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _index_file(self, file: NoteFile, stored: dict[str, tuple[int, int]], report: SyncReport) -> None:
+        try:
+            text, warnings = read_note_text(self.root / file.path)
+        except NoteReadError as exc:
+            report.skipped[file.path] = str(exc)
+            log.warning("Not indexing %s: %s", file.path, exc)
+            if not (self.root / file.path).exists():
+                self.lexical.remove_notes([file.path])  # renamed or deleted while we were reading
+            return
+        for warning in warnings:
+            log.warning("%s: %s", file.path, warning)
+        note = parse_note(file.path, text, mtime=file.mtime, ctime=file.ctime, warnings=warnings)
+        self.lexical.put_note(note, file.size, file.mtime_ns, chunk_note(note))
+        if file.path in stored:
+            report.updated += 1
+        else:
+            report.added += 1
+
+    def apply_changes(self, changes: Sequence[VaultChange]) -> SyncReport:
+        """Update the index for watcher changes (folder changes fall back to a full sync, which is cheap)."""
+        if any(c.is_directory for c in changes) or len(changes) > 200:
+            return self.build_lexical()
+        started = time.monotonic()
+        report = SyncReport()
+        with self._write_lock:
+            stored = self.lexical.note_states()
+            for change in changes:
+                targets = [change.path] if change.kind != "moved" else [change.path, change.dest]
+                for rel in targets:
+                    path = self.root / rel
+                    try:
+                        info = path.stat()
+                    except OSError:
+                        if rel in stored:
+                            self.lexical.remove_notes([rel])
+                            report.removed += 1
+                        continue
+                    if self.filter.skips(rel):
+                        continue
+                    file = NoteFile(rel, info.st_size, info.st_mtime_ns, float(info.st_ctime))
+                    self._index_file(file, stored, report)
+            self.lexical.commit()
+        self._dirty.set()
+        report.seconds = time.monotonic() - started
+        return report
+
+    # -- vectors -------------------------------------------------------------------------------------------------
+
+    def vectors(self) -> ChromaVectorStore:
+        """The vector store, opened (and reconciled with the SQLite record) on first use."""
+        with self._vector_lock:
+            if self._vectors is None:
+                name = collection_name(self.index_dir.name, self.embedder.model_id)
+                path = None if self._chroma_url else self.index_dir / CHROMA_DIR
+                store = ChromaVectorStore(self.embedder, path=path, url=self._chroma_url, name=name)
+                if self._old_collection:
+                    store.drop_collection(self._old_collection)
+                    self._old_collection = ""
+                if store.count() != self.lexical.embedded_count():
+                    # A crash between a vector write and its SQLite record, or a wiped store: trust the store.
+                    ids = store.ids()
+                    self.lexical.forget_embeddings()
+                    self.lexical.mark_embedded(ids)
+                self._vectors = store
+            return self._vectors
+
+    def vector_coverage(self) -> tuple[int, int]:
+        """(chunks with vectors, chunks in total), counted by distinct content."""
+        return self.lexical.embedding_counts()
+
+    def fill_vectors(
+        self, progress: Progress | None = None, stop_event: threading.Event | None = None, batch: int = 128
+    ) -> FillReport:
+        """Embed every chunk that has no vector yet, newest notes first, committing each batch."""
+        started = time.monotonic()
+        report = FillReport()
+        store = self.vectors()
+        orphans = self.lexical.orphan_embeddings()
+        if orphans:
+            store.delete(orphans)
+            self.lexical.forget_embeddings(orphans)
+        done_before, total = self.lexical.embedding_counts()
+        todo = total - done_before
+        self._dirty.clear()
+        while not (stop_event and stop_event.is_set()):
+            pending = self.lexical.pending_embeddings(batch)
+            if not pending:
+                break
+            texts = [embedding_text(title, heading, text) for _, title, heading, text in pending]
+            t0 = time.monotonic()
+            vectors = self.embedder.embed(texts)
+            report.embed_seconds += time.monotonic() - t0
+            hashes = [h for h, _, _, _ in pending]
+            store.upsert(hashes, vectors)
+            self.lexical.mark_embedded(hashes)
+            report.embedded += len(hashes)
+            if progress:
+                progress(
+                    IndexProgress(
+                        "vectors", min(report.embedded, todo), max(todo, report.embedded), time.monotonic() - started
+                    )
+                )
+        done, total = self.lexical.embedding_counts()
+        report.remaining = total - done
+        report.stopped = bool(stop_event and stop_event.is_set())
+        report.seconds = time.monotonic() - started
+        return report
+
+    def run_vector_filler(self, stop_event: threading.Event, progress: Progress | None = None) -> None:
+        """Keep vectors filled until stopped: fill, then sleep until the lexical index changes (run in a thread)."""
+        while not stop_event.is_set():
+            try:
+                self.fill_vectors(progress, stop_event)
+            except Exception:
+                log.exception("Filling vectors failed; retrying after the next change")
+            self._dirty.wait(timeout=30)
+            self._dirty.clear()
+
+    # -- search --------------------------------------------------------------------------------------------------
+
+    def search(
+        self, query: str, filters: SearchFilters | None = None, limit: int = 8, *, mode: str = "hybrid"
+    ) -> list[SearchHit]:
+        """Best chunks for the query: "hybrid" (RRF of BM25 and vectors), "lexical" or "vector"."""
+        depth = max(limit * 4, 40)
+        lexical = [] if mode == "vector" else self.lexical.search(query, filters, depth)
+        vector: list[tuple[int, float]] = []
+        if mode != "lexical" and self.lexical.embedded_count() > 0:
+            vector = self._vector_search(query, filters, depth)
+        if mode == "lexical":
+            ranked = [(i, -s) for i, s in lexical]
+        elif mode == "vector":
+            ranked = [(i, 1.0 - d) for i, d in vector]
+        else:
+            ranked = fuse_rrf([[i for i, _ in lexical], [i for i, _ in vector]])
+        ranked = ranked[:limit]
+        rows = self.lexical.chunk_rows([i for i, _ in ranked])
+        return [_hit(rows[i], score) for i, score in ranked if i in rows]
+
+    def _vector_search(self, query: str, filters: SearchFilters | None, depth: int) -> list[tuple[int, float]]:
+        try:
+            store = self.vectors()
+            [qv] = self.embedder.embed([query])
+            allowed = None
+            if filters is not None and not filters.empty:
+                allowed = self.lexical.filtered_hashes(filters, _FILTER_ID_CAP)
+            n = depth if allowed is not None or filters is None or filters.empty else depth * 8
+            found = store.query(qv, n, ids=allowed)
+        except Exception as exc:  # noqa: BLE001 - a broken vector side must not break search
+            log.warning("Vector search failed, using lexical results only: %s", exc)
+            return []
+        distance = dict(found)
+        rows = self.lexical.chunk_rows_by_hash([h for h, _ in found], filters)
+        return [(row.id, distance[row.hash]) for row in rows][:depth]
+
+    # -- watching ------------------------------------------------------------------------------------------------
+
+    def start_watching(self, callback: Callable[[list[VaultChange]], None] | None = None) -> None:
+        """Watch the vault; each batch updates the index, then `callback(changes)` runs (on the watcher thread)."""
+        self.stop_watching()
+
+        def on_changes(changes: list[VaultChange]) -> None:
+            self.apply_changes(changes)
+            if callback is not None:
+                callback(changes)
+
+        self._watcher = VaultWatcher(self.root, on_changes, vault_filter=self.filter)
+        self._watcher.start()
+
+    def stop_watching(self) -> None:
+        """Stop the watcher if running."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop()
+
+    def close(self) -> None:
+        """Stop watching and release the stores (safe to call twice)."""
+        self.stop_watching()
+        if self._vectors is not None:
+            self._vectors.close()
+            self._vectors = None
+        self.lexical.close()
+
+
+def _hit(row: ChunkRow, score: float) -> SearchHit:
+    return SearchHit(
+        path=row.path,
+        title=row.title,
+        heading=row.heading_path[-1] if row.heading_path else "",
+        heading_path=row.heading_path,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        score=round(score, 6),
+        text=row.text,
+    )
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
