@@ -1,4 +1,4 @@
-"""Shared fixtures for the model-side tests: an isolated SIDENOTE_HOME and a fresh test server per test."""
+"""Shared fixtures for the model-side tests: a fresh test server per test (SIDENOTE_HOME is isolated by the root)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,6 @@ from app.llm.testserver import TestServer, serve_in_thread
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
-
-
-@pytest.fixture(autouse=True)
-def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SIDENOTE_HOME", str(tmp_path / "home"))
 
 
 @pytest.fixture
