@@ -148,6 +148,11 @@ class VaultIndex:
         """Bring the lexical index in line with the vault: new, changed and removed notes only."""
         started = time.monotonic()
         report = SyncReport()
+        if not self.root.is_dir():
+            # An unmounted or moved vault must not empty the index (and cost a full re-embed later).
+            log.warning("The vault folder %s is missing; the index is left as it was", self.root)
+            report.skipped[""] = "the vault folder is missing"
+            return report
         with self._write_lock:
             files = scan_vault(self.root, self.filter)
             stored = self.lexical.note_states()
@@ -192,7 +197,7 @@ class VaultIndex:
 
     def apply_changes(self, changes: Sequence[VaultChange]) -> SyncReport:
         """Update the index for watcher changes (folder changes fall back to a full sync, which is cheap)."""
-        if any(c.is_directory for c in changes) or len(changes) > 200:
+        if any(c.is_directory for c in changes) or len(changes) > 200 or not self.root.is_dir():
             return self.build_lexical()
         started = time.monotonic()
         report = SyncReport()
