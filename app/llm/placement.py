@@ -107,7 +107,7 @@ def provider_payload(messages: Sequence[PromptMessage], options: ModelOptions) -
         payload["messages"] = [_plain(m) for m in messages]
         if options.api_base:
             payload["api_base"] = options.api_base
-    if provider in ("openai", "anthropic", "gemini", "lm_studio", "openrouter", "deepseek", "mistral", "groq"):
+    if provider in ("openai", "anthropic", "gemini", "lm_studio", "openrouter", "deepseek", "mistral", "groq", "local"):
         payload["stream_options"] = {"include_usage": True}
     if provider == "openai" and options.chat_id:
         payload["prompt_cache_key"] = options.chat_id
