@@ -11,6 +11,7 @@ The model is tiny and invents details: the UI labels it `OFFLINE_LABEL`. A repea
 
 from __future__ import annotations
 
+import atexit
 import importlib.metadata
 import importlib.util
 import logging
@@ -97,7 +98,18 @@ def load_model() -> Any:
                 verbose=False,
             )
             log.info("loaded the offline model %s in %.1f s", path.name, time.monotonic() - started)
+            # Free llama.cpp before interpreter teardown; Llama.__del__ at exit fails on half-torn-down modules.
+            atexit.register(close_model)
         return _instance
+
+
+def close_model() -> None:
+    """Free the kept-alive model (it reloads on next use)."""
+    global _instance
+    with _instance_lock:
+        if _instance is not None:
+            _instance.close()
+            _instance = None
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import sys
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +42,14 @@ class TestHTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], state: ServerState) -> None:
         super().__init__(address, ModelRequestHandler)
         self.state = state
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Log handler errors; a client hanging up (a cancelled stream) is routine, not a traceback on stderr."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            log.debug("client %s went away: %s", client_address, error)
+        else:
+            log.exception("error while answering %s", client_address)
 
 
 class ModelRequestHandler(BaseHTTPRequestHandler):
