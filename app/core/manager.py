@@ -12,7 +12,9 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from app.core.agent import AgentRunner, AgentStep
 from app.core.chat import DEFAULT_PROJECT, Chat, Project
+from app.core.compaction import Compacted, Compactor, compacted_prior
 from app.core.envelope import (
     DEFAULT_STRATEGY,
     DEFAULT_SYSTEM_PROMPT,
@@ -27,7 +29,7 @@ from app.core.items import ContextItem, ContextRef
 from app.core.messages import Message, Sender
 from app.core.placement import place
 from app.core.ports import ChatBackend, ChatStore, ContextResolver
-from app.core.prompt import ModelOptions, PromptMessage, StreamDone, TextDelta, ToolCallDelta, Usage
+from app.core.prompt import ModelOptions, PromptMessage, StreamDone, StreamEvent, TextDelta, ToolCallDelta, Usage
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ class TurnFinished:
     usage: Usage
 
 
-TurnEvent = TurnStarted | TextDelta | ToolCallDelta | TurnFinished
+TurnEvent = TurnStarted | TextDelta | ToolCallDelta | TurnFinished | AgentStep | Compacted
 SearchTool = Callable[[str, Project], ToolOutput]
 OptionsFactory = Callable[[Chat, Project], ModelOptions]
 Titler = Callable[[Chat], str]
@@ -88,6 +90,8 @@ class ChatManager:
         strategy: Strategy = DEFAULT_STRATEGY,
         base_prompt: str = DEFAULT_SYSTEM_PROMPT,
         memory: str = "",
+        agent: AgentRunner | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
         self.resolver = resolver
         self.backend = backend
@@ -99,6 +103,9 @@ class ChatManager:
         self.strategy = strategy
         self.base_prompt = base_prompt
         self.memory = memory
+        self.agent = agent
+        self.compactor = compactor
+        self.last_compaction: Compacted | None = None
         self.engine = PromptContextEngine()
         self.project: Project = DEFAULT_PROJECT
         self._chats: dict[str, Chat] = {}
@@ -151,26 +158,38 @@ class ChatManager:
         *,
         search: str | bool = False,
         cancel: threading.Event | None = None,
+        mode: str = "chat",
     ) -> Iterator[TurnEvent]:
-        """Add the user's message and stream the reply; the message is saved before the model is called."""
-        user = self.chat.messages.add(Message.user(text, attachments))
-        yield from self._run_turn(user, search, cancel)
+        """Add the user's message and stream the reply; the message is saved before the model is called.
 
-    def regenerate(self, *, search: str | bool = False, cancel: threading.Event | None = None) -> Iterator[TurnEvent]:
+        `mode="agent"` lets the model call tools (AgentStep events); without an agent it is a chat turn.
+        """
+        user = self.chat.messages.add(Message.user(text, attachments))
+        yield from self._run_turn(user, search, cancel, mode)
+
+    def regenerate(
+        self, *, search: str | bool = False, cancel: threading.Event | None = None, mode: str = "chat"
+    ) -> Iterator[TurnEvent]:
         """Drop the last reply and ask again."""
         user = self.chat.messages.last_user()
         if user is None:
             return
         self.chat.messages.truncate_after(user.id)
-        yield from self._run_turn(user, search, cancel)
+        yield from self._run_turn(user, search, cancel, mode)
 
     def edit(
-        self, message_id: str, text: str, *, search: str | bool = False, cancel: threading.Event | None = None
+        self,
+        message_id: str,
+        text: str,
+        *,
+        search: str | bool = False,
+        cancel: threading.Event | None = None,
+        mode: str = "chat",
     ) -> Iterator[TurnEvent]:
         """Change a user message, drop what followed it, and ask again."""
         self.chat.messages.truncate_after(message_id)
         user = self.chat.messages.edit(message_id, text)
-        yield from self._run_turn(user, search, cancel)
+        yield from self._run_turn(user, search, cancel, mode)
 
     def truncate_after(self, message_id: str) -> None:
         """Drop every message after this one and save."""
@@ -182,14 +201,23 @@ class ChatManager:
         self.chat.messages.delete(message_id)
         self._save(self.chat)
 
-    def build_envelope(self, user: Message, search: str | bool = False, *, chat: Chat | None = None) -> Envelope:
-        """The envelope for the turn of this user message (history = the model view before it)."""
+    def build_envelope(
+        self,
+        user: Message,
+        search: str | bool = False,
+        *,
+        chat: Chat | None = None,
+        tool_outputs: tuple[ToolOutput, ...] | None = None,
+    ) -> Envelope:
+        """The envelope for the turn of this user message (history = the model view before it, as compacted)."""
         chat = chat or self.chat
-        prior = self._prior(chat, user)
-        tool_outputs: tuple[ToolOutput, ...] = ()
-        if search and self.search_tool is not None:
-            query = search if isinstance(search, str) else user.text
-            tool_outputs = (self.search_tool(query, self.project),)
+        summary, prior = compacted_prior(chat, user, self._prior(chat, user))
+        search_tool = self.search_tool or (self.agent.search_output if self.agent is not None else None)
+        if tool_outputs is None:
+            tool_outputs = ()
+            if search and search_tool is not None:
+                query = search if isinstance(search, str) else user.text
+                tool_outputs = (search_tool(query, self.project),)
         library_refs: list[ContextRef] = [ref for m in prior if m.sender is Sender.USER for ref in m.attachments]
         sent_hashes: dict[str, str] = {}
         for m in prior:
@@ -202,7 +230,8 @@ class ChatManager:
             project_prompt=self.project.prompt,
             project_context=context.items,
             project_manifest=context.manifest,
-            history=tuple(HistoryMessage(m.sender.value, m.text, m.sent) for m in prior),
+            history=tuple([summary] if summary else [])
+            + tuple(HistoryMessage(m.sender.value, m.text, m.sent) for m in prior),
             library=tuple(self._resolve(library_refs)),
             attachments=tuple(self._resolve(user.attachments)),
             sent_hashes=sent_hashes,
@@ -220,13 +249,22 @@ class ChatManager:
                     message.id, envelope.turn_fragments, envelope.sent_item_hashes, self.strategy.value
                 )
 
-    def _run_turn(self, user: Message, search: str | bool, cancel: threading.Event | None) -> Iterator[TurnEvent]:
+    def _run_turn(
+        self, user: Message, search: str | bool, cancel: threading.Event | None, mode: str = "chat"
+    ) -> Iterator[TurnEvent]:
         chat = self.chat
         if any(
             m.sender is Sender.USER and m.strategy not in ("", self.strategy.value) for m in self._prior(chat, user)
         ):
             self.rebuild_sent(chat)
+        options = self.options(chat, self.project)
+        agent = self.agent if mode == "agent" else None
+        if agent is not None and not agent.uses_tools(options):
+            search, agent = search or True, None  # a model without function calling: one search per turn
         envelope = self.build_envelope(user, search)
+        envelope, self.last_compaction = self._compact(chat, user, envelope, options, agent)
+        if self.last_compaction is not None:
+            yield self.last_compaction
         user = chat.messages.update_envelope(
             user.id, envelope.turn_fragments, envelope.sent_item_hashes, self.strategy.value
         )
@@ -235,9 +273,14 @@ class ChatManager:
         messages = tuple(place(envelope))
         yield TurnStarted(chat, user, envelope, messages)
         parts: list[str] = []
+        steps: list[str] = []
+        sources: list[str] = []
         done = StreamDone(Usage())
-        options = self.options(chat, self.project)
-        stream = self.backend.stream(messages, options)
+        stream: Iterator[StreamEvent | AgentStep | Compacted]
+        if agent is not None:
+            stream = agent.run(self.backend, chat, messages, options, project=self.project, cancel=cancel)
+        else:
+            stream = self.backend.stream(messages, options)
         try:
             for event in stream:
                 if cancel is not None and cancel.is_set():
@@ -246,7 +289,12 @@ class ChatManager:
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
                     yield event
-                elif isinstance(event, ToolCallDelta):
+                elif isinstance(event, ToolCallDelta | Compacted):
+                    yield event
+                elif isinstance(event, AgentStep):
+                    if event.state != "running":
+                        steps.append(event.record)
+                        sources.extend(event.sources)
                     yield event
                 else:
                     done = event
@@ -264,15 +312,38 @@ class ChatManager:
             incomplete=done.incomplete,
             error="" if text else (done.error or ""),
             model=options.model,
+            steps=tuple(steps),
+            sources=tuple(dict.fromkeys(sources)),
         )
         if text and done.error:
-            assistant = assistant.replace(steps=(f"incomplete: {done.error}",))
+            assistant = assistant.replace(steps=(*steps, f"incomplete: {done.error}"))
         chat.messages.add(assistant)
         chat.model = options.model or chat.model
         if not chat.topic and text:
             chat.topic = self._topic(chat, user)
         self._save(chat)
         yield TurnFinished(chat, assistant, envelope, done.usage)
+
+    def _compact(
+        self, chat: Chat, user: Message, envelope: Envelope, options: ModelOptions, agent: AgentRunner | None
+    ) -> tuple[Envelope, Compacted | None]:
+        """Summarize an older prefix when this request would be too large (before the model call)."""
+        if self.compactor is None:
+            return envelope, None
+        tools = tuple(
+            ToolOutput(f.source.split(":", 1)[1], f.text)
+            for f in envelope.fragments
+            if f.source.startswith("tool:") and f.source != "tool:header"
+        )
+        return self.compactor.fit_turn(
+            chat,
+            user,
+            envelope,
+            rebuild=lambda: self.build_envelope(user, chat=chat, tool_outputs=tools),
+            backend=self.backend,
+            options=options,
+            tool_tokens=agent.tool_tokens if agent is not None else 0,
+        )
 
     # -- helpers --------------------------------------------------------------------------------------------
     @staticmethod
