@@ -10,7 +10,7 @@ byte-identical, so the cached prefix is untouched.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from app.core.blocks import escape_content
 from app.core.prompt import ContentBlock, PromptMessage
@@ -48,6 +48,9 @@ class ReminderStore:
         """The keys in delivery order."""
         with self._lock:
             return list(self._slots)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
 
     def __len__(self) -> int:
         with self._lock:
