@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,11 @@ from app.core.envelope import DEFAULT_SYSTEM_PROMPT, Strategy, ToolOutput
 from app.core.manager import ChatManager
 from app.core.ports import ChatBackend
 from app.core.prompt import ModelOptions
+from app.core.search import SearchFilters, render_local_search
+from app.vault.chat_store import VaultChatStore
+from app.vault.history import ChatHistory
+from app.vault.index import VaultIndex
+from app.vault.projects import VaultProjects
 from app.vault.resolver import VaultContextResolver
 from app.vault.web import UrlFetcher
 
@@ -36,10 +40,10 @@ class Services:
     model: str
     api_base: str
     model_label: str
-    index: Any = None  # app.vault index facade (search, list notes, watcher, indexing progress)
-    store: Any = None  # app.vault.chat_store.VaultChatStore
-    history: Any = None  # app.vault.history (list/open/rename/delete chats)
-    projects: Any = None  # app.vault.projects (load projects, project context)
+    index: VaultIndex
+    store: VaultChatStore | None
+    history: ChatHistory | None
+    projects: VaultProjects
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -78,6 +82,42 @@ def api_key_for(model: str) -> str:
         return ""
 
 
+def open_vault_index(config: AppConfig, vault: Path, embedder: str | None = None) -> VaultIndex:
+    """Open (not build) the vault's index with the user's settings; cheap: nothing is scanned yet."""
+    backend = embedder or config.embedding_backend
+    return VaultIndex.open(
+        vault,
+        config.dirs.index_dir(vault),
+        exclude=config.exclude,
+        chat_folder=config.chat_folder,
+        embedder=backend,
+        embedding_model=config.embedding_model,
+        api_base=config.api_base if backend == "litellm" else "",
+        chroma_url=config.chroma_url,
+    )
+
+
+class VaultSearchTool:
+    """The Vault search mode's tool: search the index (scoped to the project when it has a scope) and render
+    the self-contained `<localSearch>` block."""
+
+    def __init__(self, index: VaultIndex, projects: VaultProjects | None, limit: int = 8) -> None:
+        self.index = index
+        self.projects = projects
+        self.limit = limit
+        self._lexical_ready = False
+
+    def __call__(self, query: str, project: Project) -> ToolOutput:
+        """Search and render one block."""
+        if not self._lexical_ready:
+            self.index.build_lexical()
+            self._lexical_ready = True
+        scope = self.projects.search_scope(project) if self.projects is not None and project.id else None
+        filters = SearchFilters(paths=tuple(scope)) if scope else None
+        hits = self.index.search(query, filters, self.limit)
+        return ToolOutput("localSearch", render_local_search(query, hits))
+
+
 def build_services(
     config: AppConfig,
     vault: Path,
@@ -86,12 +126,13 @@ def build_services(
     model: str | None = None,
     api_base: str | None = None,
     strategy: str | None = None,
-    search_tool: Callable[[str, Project], ToolOutput] | None = None,
     with_store: bool = True,
+    embedder: str | None = None,
 ) -> Services:
-    """Wire resolver, backend, chat manager (and, when available, index, store and history) for a vault."""
+    """Wire index, resolver, backend, chat store, history, projects and the chat manager for one vault."""
     vault = Path(vault).expanduser().resolve()
     urls = UrlFetcher()
+    index = open_vault_index(config, vault, embedder)
     resolver = VaultContextResolver(vault, exclude=config.exclude, chat_folder=config.chat_folder, fetch_url=urls)
     chosen_model = model if model is not None else config.model
     chosen_base = api_base if api_base is not None else config.api_base
@@ -102,7 +143,17 @@ def build_services(
         choice = choose_default_model(config.model, dict(os.environ))
         chosen_model, chosen_base, label = choice.model, choice.api_base or chosen_base, choice.label
     backend = backend or build_backend(chosen_model)
-    key = api_key_for(chosen_model)
+    # Local and self-hosted servers need no key, but litellm's OpenAI client refuses to send without one.
+    key = api_key_for(chosen_model) or ("sidenote-no-key" if chosen_base and not _env_key(chosen_model) else "")
+    store = VaultChatStore(vault, config.chat_folder) if with_store else None
+    history = ChatHistory(vault, config.chat_folder, store=store) if store is not None else None
+    projects = VaultProjects(
+        vault,
+        config.projects_folder,
+        resolver=resolver,
+        token_limit=config.project_context_token_limit,
+        chat_folder=config.chat_folder,
+    )
 
     def options(chat: Chat, project: Project) -> ModelOptions:
         return ModelOptions(
@@ -119,9 +170,30 @@ def build_services(
         resolver=resolver,
         backend=backend,
         options=options,
-        search_tool=search_tool,
+        store=store,
+        search_tool=VaultSearchTool(index, projects),
+        project_context=projects.context,
         strategy=Strategy(strategy or config.strategy),
         base_prompt=config.base_system_prompt or DEFAULT_SYSTEM_PROMPT,
         memory=config.memory,
     )
-    return Services(config, vault, resolver, backend, manager, urls, chosen_model, chosen_base, label)
+    return Services(
+        config,
+        vault,
+        resolver,
+        backend,
+        manager,
+        urls,
+        chosen_model,
+        chosen_base,
+        label,
+        index,
+        store,
+        history,
+        projects,
+    )
+
+
+def _env_key(model: str) -> str:
+    provider = model.split("/", 1)[0] if "/" in model else "openai"
+    return os.environ.get(f"{provider.upper()}_API_KEY", "")

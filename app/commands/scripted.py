@@ -94,6 +94,8 @@ class ScriptedSession:
         services = build_services(
             config, target, backend=backend, model=model, api_base=api_base, strategy=strategy, with_store=save_chat
         )
+        if any(t.search for t in script.turns):
+            services.index.build_lexical()
         return cls(script, services, target, temp)
 
     def __enter__(self) -> ScriptedSession:
@@ -118,8 +120,8 @@ class ScriptedSession:
         tmp = path.with_name(f".{path.name}.sidenote-tmp")
         tmp.write_text(new, encoding="utf-8")
         tmp.replace(path)
-        if self.services.index is not None:
-            self.services.index.refresh_paths([turn.edit.path])
+        if any(t.search for t in self.script.turns):
+            self.services.index.build_lexical()  # incremental: only the edited note is re-read and re-chunked
 
     def play(self) -> Iterator[TurnOutcome]:
         """Run every turn in order."""
