@@ -10,9 +10,11 @@ read; when the material exceeds the token limit, L1 gets a manifest (paths, titl
 
 from __future__ import annotations
 
-import fnmatch
+import dataclasses
+import functools
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -125,12 +127,8 @@ class VaultProjects:
         if project.is_default or not project.include:
             return ProjectContext(), None
         with self._lock:
-            refs = project.include_refs()
-            # Listing the vault costs one stat per note: only folders, tags and globs need it.
-            needs_listing = any(r.kind in (RefKind.FOLDER, RefKind.TAG) or _is_glob(r) for r in refs)
-            listing = scan_vault(self.vault, self._filter) if needs_listing else []
-            refs = self._expand(refs, listing)
-            signatures = tuple(self._signature(ref, listing) for ref in refs)
+            refs = self._expand(project.include_refs())
+            signatures = tuple(self._signature(ref) for ref in refs)
             key = (project.id, project.include, project.exclude, self.token_limit)
             cached = self._contexts.get(project.id)
             if cached is not None and cached[0] == (key, signatures):
@@ -151,25 +149,38 @@ class VaultProjects:
             self._contexts[project.id] = ((key, signatures), *result)
             return result
 
-    def _expand(self, refs: Sequence[ContextRef], listing: Sequence[NoteFile]) -> list[ContextRef]:
+    def _listing(self, folder: str = "") -> list[NoteFile]:
+        """Notes under a folder (the whole vault for ""), sorted; one stat per note, no reads."""
+        folder = folder.strip("/")
+        if not folder:
+            return scan_vault(self.vault, self._filter)
+        try:
+            root = safe_note_path(self.vault, folder)
+        except VaultPathError:
+            return []
+        chat = self._filter.chat_folder
+        found = [dataclasses.replace(f, path=f"{folder}/{f.path}") for f in scan_vault(root, VaultFilter())]
+        return [f for f in found if not (chat and (f.path + "/").startswith(chat + "/"))]
+
+    def _expand(self, refs: Sequence[ContextRef]) -> list[ContextRef]:
         """Note globs become the notes they match (sorted); everything else stays as written."""
         out: list[ContextRef] = []
         for ref in refs:
             if _is_glob(ref):
                 pattern = ref.target.lstrip("/")
-                out += [ContextRef.note(f.path) for f in listing if fnmatch.fnmatchcase(f.path, pattern)]
+                static = pattern[: min(pattern.find(c) for c in _GLOB if c in pattern)].rpartition("/")[0]
+                out += [ContextRef.note(f.path) for f in self._listing(static) if glob_matches(pattern, f.path)]
             else:
                 out.append(ref)
         return out
 
-    def _signature(self, ref: ContextRef, listing: Sequence[NoteFile]) -> Signature:
+    def _signature(self, ref: ContextRef) -> Signature:
         if ref.kind is RefKind.URL:
             return (int(self._clock() // self._url_ttl),)  # pages are fetched again once per TTL
-        if ref.kind is RefKind.FOLDER:
-            prefix = ref.target.strip("/") + "/"
-            return tuple((f.path, f.size, f.mtime_ns) for f in listing if f.path.startswith(prefix))
-        if ref.kind is RefKind.TAG:
-            return tuple((f.path, f.size, f.mtime_ns) for f in listing)  # a tag can be added to any note
+        if ref.kind in (RefKind.FOLDER, RefKind.TAG):
+            # A folder changes with any note under it; a tag can be added to any note in the vault.
+            listing = self._listing(ref.target if ref.kind is RefKind.FOLDER else "")
+            return tuple((f.path, f.size, f.mtime_ns) for f in listing)
         try:
             info = os.stat(safe_note_path(self.vault, ref.target))
         except (OSError, VaultPathError):
@@ -201,7 +212,7 @@ class VaultProjects:
             elif entry.endswith("/"):
                 if path.startswith(entry.lstrip("/")):
                     return True
-            elif path == entry or fnmatch.fnmatchcase(path, entry):
+            elif path == entry or glob_matches(entry.lstrip("/"), path):
                 return True
         return False
 
@@ -241,3 +252,37 @@ def _size(size: int) -> str:
 
 def _is_glob(ref: ContextRef) -> bool:
     return ref.kind is RefKind.NOTE and bool(_GLOB & set(ref.target))
+
+
+def glob_matches(pattern: str, path: str) -> bool:
+    """Whether a note path matches a glob; a pattern without `/` matches the file name in any folder."""
+    return bool(glob_regex(pattern).fullmatch(path if "/" in pattern else path.rsplit("/", 1)[-1]))
+
+
+@functools.lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A note glob as a regex: `*` and `?` stay inside one folder, `**` crosses folders, `[…]` is a class."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = end + 1
+            continue
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return re.compile("".join(out))

@@ -70,10 +70,13 @@ def test_context_includes_folders_notes_and_globs(tmp_path: Path) -> None:
     assert [i.path for i in items] == ["Garden/Beds.md", "Garden/Sub/Soil.md", "Seeds.md"]
     syx = projects.get("syx")
     assert syx is not None
-    assert [i.path for i in projects.context(syx).items] == [
+    assert [i.path for i in projects.context(syx).items] == ["Translation/Glossary.md", "Translation/Rules.md"]
+    deep = Project(id="deep", name="Deep", include=("Translation/**/*.md", "Garden/*/Soil.md"))
+    assert [i.path for i in projects.context(deep).items] == [
         "Translation/Glossary.md",
         "Translation/Old/Draft.md",
         "Translation/Rules.md",
+        "Garden/Sub/Soil.md",
     ]
     assert projects.search_scope(garden) is None
     assert projects.context(Project(id="", name="Default")).items == ()
