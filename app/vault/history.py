@@ -173,6 +173,9 @@ class ChatHistory:
             out.append((_sort_time(entry.updated, info.st_mtime), entry))
         for stale in set(self._cache) - seen:
             del self._cache[stale]
+        # A Copilot chat continued in Sidenote has a Sidenote note with the same id: list that one only.
+        continued = {c[2][0].id for c in self._cache.values() if c[2] and c[2][0].source_format == "sidenote"}
+        out = [(t, e) for t, e in out if e.source_format == "sidenote" or e.id not in continued]
         out.sort(key=lambda pair: (pair[0], pair[1].path), reverse=True)
         return [entry for _, entry in out]
 

@@ -209,3 +209,17 @@ def test_not_a_chat_note(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a chat note"):
         ChatHistory(tmp_path).open("Sidenote/Chats/plain.md")
     assert to_markdown(Chat()).startswith("---\n")
+
+
+def test_copilot_chat_continued_in_sidenote_is_listed_once(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "copilot/copilot-conversations/c.md",
+        "---\nepoch: 5\ntags:\n  - copilot-conversation\n---\n\n**user**: hello\n[Timestamp: 2023/12/08 00:00:00]\n",
+    )
+    history = ChatHistory(tmp_path)
+    chat = history.open("copilot/copilot-conversations/c.md").chat
+    chat.messages.add(Message.assistant("hi"))
+    path = history.store.save(chat)
+    assert [(e.path, e.message_count) for e in history.entries()] == [(path, 2)]
+    assert (tmp_path / "copilot/copilot-conversations/c.md").is_file()
