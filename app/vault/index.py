@@ -86,6 +86,7 @@ class VaultIndex:
         self._dirty = threading.Event()
         self._watcher: VaultWatcher | None = None
         self._old_collection = ""
+        self._fillers: list[tuple[threading.Event, threading.Thread]] = []
         stored = self.lexical.meta("model_id")
         if stored != embedder.model_id:
             if stored:
@@ -305,6 +306,16 @@ class VaultIndex:
             self._dirty.wait(timeout=30)
             self._dirty.clear()
 
+    def start_vector_filler(self, progress: Progress | None = None) -> threading.Event:
+        """Run `run_vector_filler` in a daemon thread; set the returned event (or call close) to stop it."""
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=self.run_vector_filler, args=(stop, progress), daemon=True, name="sidenote-vector-filler"
+        )
+        self._fillers.append((stop, thread))
+        thread.start()
+        return stop
+
     # -- search --------------------------------------------------------------------------------------------------
 
     def search(
@@ -363,8 +374,13 @@ class VaultIndex:
             watcher.stop()
 
     def close(self) -> None:
-        """Stop watching and release the stores (safe to call twice)."""
+        """Stop watching and filling, and release the stores (safe to call twice)."""
         self.stop_watching()
+        for stop, thread in self._fillers:
+            stop.set()
+            self._dirty.set()
+            thread.join(timeout=60)  # a batch in flight finishes and is committed
+        self._fillers.clear()
         if self._vectors is not None:
             self._vectors.close()
             self._vectors = None
