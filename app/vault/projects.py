@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 import os
 import re
@@ -62,6 +63,7 @@ class VaultProjects:
         self._url_ttl = url_ttl
         self._clock = clock
         self._lock = threading.RLock()
+        self._uncached = itertools.count()
         self._refs: dict[ContextRef, tuple[Signature, tuple[ContextItem, ...]]] = {}
         self._contexts: dict[str, tuple[Signature, ProjectContext, tuple[str, ...] | None]] = {}
 
@@ -181,11 +183,14 @@ class VaultProjects:
             # A folder changes with any note under it; a tag can be added to any note in the vault.
             listing = self._listing(ref.target if ref.kind is RefKind.FOLDER else "")
             return tuple((f.path, f.size, f.mtime_ns) for f in listing)
-        try:
-            info = os.stat(safe_note_path(self.vault, ref.target))
-        except (OSError, VaultPathError):
-            return ("missing",)
-        return (info.st_size, info.st_mtime_ns, info.st_ino)
+        for candidate in (ref.target, ref.target + ".md"):
+            try:
+                info = os.stat(safe_note_path(self.vault, candidate))
+            except (OSError, VaultPathError):
+                continue
+            return (candidate, info.st_size, info.st_mtime_ns, info.st_ino)
+        # Not at its literal path (a bare name the resolver finds by basename, or missing): never cached.
+        return ("unresolved", next(self._uncached))
 
     def _resolve(self, ref: ContextRef, signature: Signature) -> tuple[ContextItem, ...]:
         cached = self._refs.get(ref)

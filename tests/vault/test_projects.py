@@ -6,7 +6,7 @@ from pathlib import Path
 
 from app.core.chat import Project
 from app.core.chatnote import from_markdown as read_chat
-from app.core.items import ContextRef
+from app.core.items import ContextItem, ContextRef
 from app.vault.chat_store import VaultChatStore
 from app.vault.history import ChatHistory
 from app.vault.projects import VaultProjects
@@ -185,3 +185,22 @@ def test_projects_are_isolated_across_switch_save_and_reopen(tmp_path: Path) -> 
     assert reopened.chat.is_empty  # nothing of Syx shows in Garden
     assert [e.message_count for e in ChatHistory(tmp_path).entries("syx")] == [4]
     assert store2.notices == []
+
+
+def test_names_not_at_their_literal_path_are_resolved_every_time(tmp_path: Path) -> None:
+    vault_with_projects(tmp_path)
+    calls: list[str] = []
+
+    class BasenameResolver(FileResolver):
+        def resolve(self, ref: ContextRef) -> list[ContextItem]:
+            calls.append(ref.target)
+            found = sorted(tmp_path.rglob(ref.target.rsplit("/", 1)[-1].removesuffix(".md") + ".md"))
+            rel = found[0].relative_to(tmp_path).as_posix() if found else ref.target
+            return super().resolve(ContextRef.note(rel))
+
+    projects = VaultProjects(tmp_path, resolver=BasenameResolver(tmp_path))
+    bare = Project(id="p", name="P", include=("Beds", "Seeds"))
+    assert [i.path for i in projects.context(bare).items] == ["Garden/Beds.md", "Seeds.md"]
+    write(tmp_path, "Garden/Beds.md", "GARDEN-BEDS changed")
+    assert "changed" in projects.context(bare).items[0].content
+    assert calls == ["Beds", "Seeds", "Beds"]  # "Seeds" is Seeds.md at the root: cached by its signature
