@@ -65,6 +65,7 @@ class AppConfig:
     temperature: float = 0.3
     max_output_tokens: int = 1024
     chat_folder: str = "Sidenote/Chats"
+    copilot_folder: str = "copilot/copilot-conversations"
     projects_folder: str = "Sidenote/Projects"
     exclude: tuple[str, ...] = ()
     embedding_backend: str = "local"

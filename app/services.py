@@ -146,7 +146,11 @@ def build_services(
     # Local and self-hosted servers need no key, but litellm's OpenAI client refuses to send without one.
     key = api_key_for(chosen_model) or ("sidenote-no-key" if chosen_base and not _env_key(chosen_model) else "")
     store = VaultChatStore(vault, config.chat_folder) if with_store else None
-    history = ChatHistory(vault, config.chat_folder, store=store) if store is not None else None
+    history = (
+        ChatHistory(vault, config.chat_folder, copilot_folders=(config.copilot_folder,), store=store)
+        if store is not None
+        else None
+    )
     projects = VaultProjects(
         vault,
         config.projects_folder,
