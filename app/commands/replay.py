@@ -96,8 +96,10 @@ def run(args: argparse.Namespace) -> int:
                 "error": outcome.reply.error or None,
                 "incomplete": outcome.reply.incomplete,
             }
+            counts = usage.to_dict()
             for key in totals:
-                totals[key] += int(row[key] or 0)
+                value = counts[key]
+                totals[key] += int(value) if isinstance(value, int | float) else 0
             if outcome.reply.error or outcome.reply.incomplete:
                 failures += 1
             print(json.dumps(row), flush=True)
