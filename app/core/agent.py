@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from urllib.parse import urldefrag, urlparse
 
 from app.core.chat import Chat, Project
-from app.core.compaction import Compacted, Compactor, ContextBudget, message_tokens
+from app.core.compaction import Compacted, Compactor, ContextBudget, message_tokens, prompt_tokens
 from app.core.envelope import ToolOutput
 from app.core.items import RefKind
 from app.core.messages import Sender
@@ -98,10 +98,14 @@ AgentEvent = TextDelta | AgentStep | Compacted | StreamDone
 
 @dataclass(frozen=True)
 class AgentSettings:
-    """Limits of one agent turn."""
+    """Limits of one agent turn: tool steps, a result's share of the budget, room kept free for results."""
 
     max_steps: int = 8
     max_result_share: float = 0.4
+    reserve_share: float = 0.25
+
+
+MIN_RESULT_TOKENS = 300
 
 
 def normalise_url(url: str) -> str:
@@ -304,11 +308,14 @@ class AgentRunner:
                 yield StreamDone(usage, "step_limit", incomplete=not said, error=error)
                 return
             calls = [c if c.id else ToolCall(f"call_{step}_{i}", c.name, c.arguments) for i, c in enumerate(calls)]
+            assistant = PromptMessage("assistant", (ContentBlock("".join(text), False, "agent"),), tuple(calls))
+            used = prompt_tokens([*convo, assistant]) - budget.instructions if budget is not None else 0
             batch: list[ToolRecord] = []
             for call in calls:
                 number += 1
                 yield AgentStep(number, call.name, _running(call), "running")
-                result = self._capped(self.execute(call, chat, context), budget)
+                result = self._capped(self.execute(call, chat, context), budget, used)
+                used += message_tokens(PromptMessage.plain("tool", result.text))
                 record = ToolRecord(call, result, self.store.put(result.text))
                 batch.append(record)
                 records.append(record)
@@ -317,7 +324,6 @@ class AgentRunner:
                 if cancel is not None and cancel.is_set():
                     yield StreamDone(usage, "cancelled", incomplete=True, error="Stopped by you.")
                     return
-            assistant = PromptMessage("assistant", (ContentBlock("".join(text), False, "agent"),), tuple(calls))
             steps.append((assistant, batch))
 
     def execute(self, call: ToolCall, chat: Chat, context: ToolContext) -> ToolResult:
@@ -348,11 +354,12 @@ class AgentRunner:
         instructions = sum(message_tokens(m) for m in messages if m.role == "system")
         return self.compactor.budget(instructions, options, self.tool_tokens)
 
-    def _capped(self, result: ToolResult, budget: ContextBudget | None) -> ToolResult:
-        """A result larger than its share of the budget is cut (the original stays in the store)."""
+    def _capped(self, result: ToolResult, budget: ContextBudget | None, used: int) -> ToolResult:
+        """A result larger than its share of the budget, or than the room left, is cut (the original is stored)."""
         if budget is None:
             return result
-        limit = int(budget.available * self.settings.max_result_share) * 4
+        share = int(budget.available * self.settings.max_result_share)
+        limit = max(min(share, budget.available - used), MIN_RESULT_TOKENS) * 4
         if len(result.text) <= limit:
             return result
         original = self.store.put(result.text)

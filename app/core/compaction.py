@@ -252,12 +252,17 @@ class Compactor:
         backend: ChatBackend,
         options: ModelOptions,
         tool_tokens: int = 0,
+        reserve_share: float = 0.0,
     ) -> tuple[Envelope, Compacted | None]:
-        """Summarize an older prefix when this turn's request is over the start threshold; return the envelope."""
+        """Summarize an older prefix when this turn's request is over the start threshold; return the envelope.
+
+        `reserve_share` of the budget is counted as used, to keep room for what an agent turn's tools will add.
+        """
         s = self.settings
         instructions = sum(f.tokens for f in envelope.layer(Layer.L1_SYSTEM))
         budget = self.budget(instructions, options, tool_tokens)
-        used = prompt_tokens(place(envelope)) - instructions
+        reserve = int(budget.available * reserve_share)
+        used = prompt_tokens(place(envelope)) - instructions + reserve
         gate = self.gate(chat.id)
         if not s.enabled or used <= budget.start_at or gate.blocked(used, s.regrow):
             return envelope, None
@@ -269,13 +274,13 @@ class Compactor:
         chat.summary = self._summarize(chat, cut, backend, options, budget)
         chat.summary_covers = cut
         rebuilt = rebuild()
-        after = prompt_tokens(place(rebuilt)) - instructions
+        after = prompt_tokens(place(rebuilt)) - instructions + reserve
         gate.record(used, (used - after) / used if used else 0.0, s.min_saving)
         if after >= used:  # a summary longer than what it replaced helps nobody: keep the old view
             chat.summary, chat.summary_covers = old
             return envelope, None
         self.count += 1
-        return rebuilt, Compacted("summary", used, after, budget.available, covers=cut)
+        return rebuilt, Compacted("summary", used - reserve, after - reserve, budget.available, covers=cut)
 
     def summary_cap(self) -> int:
         """Tokens the summary message may take."""

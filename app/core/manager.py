@@ -343,6 +343,7 @@ class ChatManager:
             backend=self.backend,
             options=options,
             tool_tokens=agent.tool_tokens if agent is not None else 0,
+            reserve_share=agent.settings.reserve_share if agent is not None else 0.0,
         )
 
     # -- helpers --------------------------------------------------------------------------------------------

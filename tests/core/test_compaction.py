@@ -261,3 +261,21 @@ def test_agent_turn_sets_aside_old_results_stickily() -> None:
                 assert new.text == old.text
     for request in backend.requests:
         assert prompt_tokens(request) < 30_000 - 1000
+
+
+def test_a_result_is_cut_to_the_room_left_and_the_rest_is_recoverable() -> None:
+    note = "start " + "word " * 8000  # ~10,000 tokens: more than the whole window
+    store = ToolResultStore()
+    backend = ToolScriptBackend([[call("readNote", path="big.md")], "done"])
+    compactor = Compactor(CompactionSettings(context_window=4000, reserved_output=500))
+    agent = AgentRunner([NoteTool({"big.md": note})], compactor=compactor, store=store)
+    chat = Chat()
+    chat.messages.add(Message.user("read it"))
+    base = [PromptMessage.plain("system", "You are Sidenote."), PromptMessage.plain("user", "read it")]
+    list(agent.run(backend, chat, base, ModelOptions(model="openai/m")))
+    result = without_reminder(backend.requests[-1])[-1]
+    assert "[Cut here to save space" in result.text
+    assert result.text.endswith("</readNote>")
+    assert prompt_tokens(backend.requests[-1]) + agent.tool_tokens < 4000 - 500
+    original_id = result.text.split('readToolResult with id "')[1].split('"')[0]
+    assert store.get(original_id) == tool_block("readNote", {"path": "big.md"}, note)
