@@ -1,0 +1,145 @@
+"""VaultSession: open a vault (build its services in a worker), list its notes, follow the watcher, run indexing.
+
+Watcher and indexer callbacks arrive on background threads; they only emit signals of this QObject (created on
+the GUI thread), so the window hears about them on the GUI thread, queued.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.config import AppConfig
+from app.ui.tasks import Task, describe_error, run_in_background
+from app.ui.workspace import NoteListing, Workspace
+
+if TYPE_CHECKING:
+    from app.services import Services
+
+log = logging.getLogger(__name__)
+
+ServicesFactory = Callable[[AppConfig, Path], "Services"]
+
+
+def default_factory(config: AppConfig, vault: Path) -> Services:
+    """Build the real services for a vault."""
+    from app.services import build_services
+
+    return build_services(config, vault)
+
+
+class VaultSession(QObject):
+    """The open vault and its background activity."""
+
+    opened = Signal(object)
+    open_failed = Signal(str)
+    listing_ready = Signal(object)
+    notes_changed = Signal(list)
+    index_progress = Signal(object)
+    index_finished = Signal(str)
+
+    def __init__(self, factory: ServicesFactory | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.factory = factory or default_factory
+        self.workspace: Workspace | None = None
+        self.listing: NoteListing | None = None
+        self._stop_watch: Callable[[], None] | None = None
+        self._index_task: Task | None = None
+        self._generation = 0
+
+    @property
+    def services(self) -> Services | None:
+        """The open vault's services."""
+        return self.workspace.services if self.workspace else None
+
+    def open(self, config: AppConfig, vault: Path) -> None:
+        """Close the current vault and open another (services are built in a worker)."""
+        self.close()
+        self._generation += 1
+        generation = self._generation
+
+        def build() -> Workspace:
+            return Workspace(self.factory(config, vault))
+
+        def ready(workspace: Workspace) -> None:
+            if generation != self._generation:  # a newer open superseded this one
+                run_in_background(workspace.services.close)
+                return
+            self.workspace = workspace
+            self.opened.emit(workspace)
+            self.refresh_listing()
+            self._start_watching(workspace)
+            self.start_indexing()
+
+        run_in_background(build, ready, lambda exc: self.open_failed.emit(describe_error(exc)), owner=self)
+
+    def refresh_listing(self) -> None:
+        """Scan the vault again and report the listing."""
+        workspace = self.workspace
+        if workspace is None:
+            return
+
+        def done(listing: NoteListing) -> None:
+            if workspace is self.workspace:
+                self.listing = listing
+                self.listing_ready.emit(listing)
+
+        run_in_background(workspace.list_notes, done, self._log_error, owner=self)
+
+    def _start_watching(self, workspace: Workspace) -> None:
+        def emit(paths: list[str]) -> None:  # runs on the watcher's thread
+            with contextlib.suppress(RuntimeError):  # the session is gone (window closed)
+                self.notes_changed.emit(list(paths))
+
+        def started(stop: Callable[[], None]) -> None:
+            if workspace is self.workspace:
+                self._stop_watch = stop
+            else:
+                stop()
+
+        run_in_background(lambda: workspace.watch(emit), started, self._log_error, owner=self)
+
+    def start_indexing(self) -> None:
+        """Bring the index up to date in the one-thread index pool, reporting progress."""
+        workspace = self.workspace
+        if workspace is None or workspace.services.index is None:
+            return
+
+        def progress(value: Any) -> None:  # runs on the indexing thread
+            with contextlib.suppress(RuntimeError):
+                self.index_progress.emit(value)
+
+        def work() -> None:
+            workspace.index_vault(progress)
+
+        self._index_task = run_in_background(
+            work,
+            lambda _r: self.index_finished.emit(""),
+            lambda exc: self.index_finished.emit(f"Indexing stopped: {describe_error(exc)}"),
+            owner=self,
+            pool_name="index",
+        )
+
+    def close(self) -> None:
+        """Stop watching and indexing and release the services (in a worker)."""
+        if self._stop_watch is not None:
+            try:
+                self._stop_watch()
+            except Exception as exc:  # stopping a watcher must not block closing the vault
+                log.warning("Stopping the watcher failed: %s", exc)
+            self._stop_watch = None
+        if self._index_task is not None:
+            self._index_task.cancel()
+        workspace, self.workspace = self.workspace, None
+        self.listing = None
+        if workspace is not None:
+            workspace.stop_indexing()
+            run_in_background(workspace.services.close, pool_name="index")
+
+    def _log_error(self, exc: BaseException) -> None:
+        log.warning("Vault task failed: %s", describe_error(exc))
