@@ -51,27 +51,30 @@ def open_index(vault: Path | None, embedder: str | None = None) -> VaultIndex:
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr (redrawn at most five times a second)."""
+    """Progress on stderr: a redrawn bar on a terminal, a plain line every few seconds otherwise."""
 
     def __init__(self, quiet: bool = False) -> None:
-        self.quiet = quiet or not sys.stderr.isatty()
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
         self._last = 0.0
 
     def __call__(self, progress: IndexProgress) -> None:
-        """Redraw the bar."""
+        """Show the progress."""
         now = time.monotonic()
-        if self.quiet or (now - self._last < 0.2 and progress.done < progress.total):
+        finished = progress.done >= progress.total
+        if self.quiet or (now - self._last < (0.2 if self.tty else 5.0) and not finished):
             return
         self._last = now
-        width = 30
-        filled = int(width * progress.fraction)
-        eta = f"{progress.eta:5.0f}s" if progress.eta is not None else "    ?"
-        sys.stderr.write(
-            f"\r{progress.phase:>8} [{'#' * filled}{'.' * (width - filled)}] {progress.done}/{progress.total}"
-            f" {progress.rate:7.1f}/s ETA {eta}"
-        )
-        if progress.done >= progress.total:
-            sys.stderr.write("\n")
+        eta = f"{progress.eta:.0f}s" if progress.eta is not None else "?"
+        figures = f"{progress.done}/{progress.total} {progress.rate:.1f}/s ETA {eta}"
+        if self.tty:
+            width = 30
+            filled = int(width * progress.fraction)
+            sys.stderr.write(f"\r{progress.phase:>8} [{'#' * filled}{'.' * (width - filled)}] {figures}")
+            if finished:
+                sys.stderr.write("\n")
+        else:
+            sys.stderr.write(f"{progress.phase}: {figures}\n")
         sys.stderr.flush()
 
 

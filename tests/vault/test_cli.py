@@ -31,6 +31,7 @@ def test_search_on_never_indexed_vault_then_index(tmp_path: Path, capsys: pytest
     code, out, err = run(capsys, "index", "--vault", vault, "--embedder", "fake")
     assert code == 0
     figures = json.loads(out)
+    assert "vectors: " in err  # progress lines on stderr (not a terminal here)
     assert figures["notes"] == 6
     assert figures["vectors_done"] == figures["vectors_total"] == figures["embedded"] > 0
 
