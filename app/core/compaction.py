@@ -49,7 +49,11 @@ _PER_MESSAGE_CHARS = 2000
 
 @dataclass(frozen=True)
 class CompactionSettings:
-    """Thresholds; `context_window` 0 means ask `window_for` (litellm's model info), else DEFAULT_WINDOW."""
+    """Thresholds; `context_window` 0 means ask `window_for` (litellm's model info), else DEFAULT_WINDOW.
+
+    `estimate_margin` keeps that share of the window free: token counts here are estimates (~4 characters a
+    token) and code or non-English text takes more tokens than that.
+    """
 
     enabled: bool = True
     context_window: int = 0
@@ -61,6 +65,7 @@ class CompactionSettings:
     min_saving: float = 0.10
     regrow: float = 0.25
     summary_words: int = 250
+    estimate_margin: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -73,11 +78,13 @@ class ContextBudget:
     reserved_output: int
     start: float = 0.65
     target: float = 0.50
+    margin: float = 0.0
 
     @property
     def available(self) -> int:
-        """Window minus instructions, tool schemas and reserved output (at least 1)."""
-        return max(self.window - self.instructions - self.tools - self.reserved_output, 1)
+        """Window minus instructions, tool schemas, reserved output and the estimate's margin (at least 1)."""
+        usable = int(self.window * (1 - self.margin))
+        return max(usable - self.instructions - self.tools - self.reserved_output, 1)
 
     @property
     def start_at(self) -> int:
@@ -202,7 +209,8 @@ class Compactor:
         """The budget of one request."""
         s = self.settings
         reserved = options.max_tokens if options.max_tokens else s.reserved_output
-        return ContextBudget(self.window(options), instructions, tool_tokens, reserved, s.start, s.target)
+        window = self.window(options)
+        return ContextBudget(window, instructions, tool_tokens, reserved, s.start, s.target, s.estimate_margin)
 
     def gate(self, chat_id: str) -> _Gate:
         """The attempt state of a chat."""
