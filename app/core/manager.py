@@ -30,6 +30,7 @@ from app.core.messages import Message, Sender
 from app.core.placement import place
 from app.core.ports import ChatBackend, ChatStore, ContextResolver
 from app.core.prompt import ModelOptions, PromptMessage, StreamDone, StreamEvent, TextDelta, ToolCallDelta, Usage
+from app.core.tools import quoted
 
 log = logging.getLogger(__name__)
 
@@ -259,8 +260,10 @@ class ChatManager:
             self.rebuild_sent(chat)
         options = self.options(chat, self.project)
         agent = self.agent if mode == "agent" else None
+        steps: list[str] = []
         if agent is not None and not agent.uses_tools(options):
             search, agent = search or True, None  # a model without function calling: one search per turn
+            steps.append(f"searched for {quoted(search if isinstance(search, str) else user.text)}")
         envelope = self.build_envelope(user, search)
         envelope, self.last_compaction = self._compact(chat, user, envelope, options, agent)
         if self.last_compaction is not None:
@@ -273,7 +276,6 @@ class ChatManager:
         messages = tuple(place(envelope))
         yield TurnStarted(chat, user, envelope, messages)
         parts: list[str] = []
-        steps: list[str] = []
         sources: list[str] = []
         done = StreamDone(Usage())
         stream: Iterator[StreamEvent | AgentStep | Compacted]

@@ -83,6 +83,9 @@ def test_models_without_function_calling_fall_back_to_one_search() -> None:
     assert '<localSearch query="heap buffer">' in backend.requests[0][-1].text
     assert search.scopes == [None]
     assert not any(isinstance(e, AgentStep) for e in events)
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished)
+    assert finished.assistant_message.steps == ("searched for “heap buffer”",)
 
 
 def test_agent_mode_without_an_agent_is_a_chat_turn() -> None:
