@@ -332,8 +332,8 @@ def truncated_block(text: str, limit_chars: int, original_id: str) -> str:
 
 _RUNNING = {
     LOCAL_SEARCH: ("searching for {}", "query"),
-    READ_NOTE: ("reading {}", "path"),
-    LIST_FOLDER: ("listing {}", "path"),
+    READ_NOTE: ("reading note {}", "path"),
+    LIST_FOLDER: ("listing folder {}", "path"),
     FETCH_URL: ("fetching {}", "url"),
     READ_TOOL_RESULT: ("re-reading result {}", "id"),
 }
@@ -348,6 +348,6 @@ def running_label(name: str, raw_arguments: str) -> str:
         value = ""
     if name == LOCAL_SEARCH:
         value = quoted(value)
-    elif name == LIST_FOLDER:
-        value = value or "the vault"
+    elif name == LIST_FOLDER and not value:
+        return "listing the vault"
     return pattern.format(value).strip()

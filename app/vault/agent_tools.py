@@ -136,12 +136,12 @@ class ReadNoteTool(_VaultReader):
         raw = arguments.text("path", required=True)
         heading = arguments.text("heading")
         start, end = arguments.integer("startLine"), arguments.integer("endLine")
-        label = f"read {raw}" + (f"#{heading}" if heading else "")
+        label = f"read note {raw}" + (f"#{heading}" if heading else "")
         located = self.locate_note(raw)
         if isinstance(located, str):
             return tool_error(READ_NOTE, {"path": raw}, located, label)
         rel, path = located
-        label = f"read {rel}" + (f"#{heading}" if heading else "")
+        label = f"read note {rel}" + (f"#{heading}" if heading else "")
         try:
             text, _ = read_note_text(path)
         except NoteReadError as exc:
@@ -183,7 +183,7 @@ class ListFolderTool(_VaultReader):
     def run(self, arguments: ToolArguments, context: ToolContext) -> ToolResult:
         """Render a `<listFolder>` block."""
         folder = arguments.text("path").replace("\\", "/").strip().strip("/")
-        label = f"listed {folder or 'the vault'}"
+        label = f"listed folder {folder}" if folder else "listed the vault"
         if folder:
             try:
                 if not safe_note_path(self.root, folder).is_dir():

@@ -64,9 +64,9 @@ class NoteTool:
         text = self.notes.get(path)
         if text is None:
             return ToolResult(
-                tool_block("readNote", {"path": path, "status": "error"}, "missing"), f"read {path}", ok=False
+                tool_block("readNote", {"path": path, "status": "error"}, "missing"), f"read note {path}", ok=False
             )
-        return ToolResult(tool_block("readNote", {"path": path}, text), f"read {path}", sources=(path,))
+        return ToolResult(tool_block("readNote", {"path": path}, text), f"read note {path}", sources=(path,))
 
 
 @dataclass
@@ -85,7 +85,7 @@ class SearchTool:
         return ToolResult(
             tool_block("localSearch", {"query": query}, body),
             f"searched for {quoted(query)}",
-            detail=f"{len(found)} results",
+            detail=f"{len(found)} result{'s' if len(found) != 1 else ''}",
             sources=tuple(found),
         )
 

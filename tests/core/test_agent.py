@@ -54,7 +54,7 @@ def test_search_then_read_then_answer_accumulates_results() -> None:
         (2, "readNote", "running"),
         (2, "readNote", "done"),
     ]
-    assert steps[1].record == "searched for “unresolved external” — 1 results"
+    assert steps[1].record == "searched for “unresolved external” — 1 result"
     assert steps[3].sources == ("cpp/lnk2019.md",)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Define the function [1]."
     done = events[-1]

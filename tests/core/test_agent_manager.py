@@ -39,7 +39,7 @@ def test_agent_turn_records_steps_and_sources_in_the_message_and_chat_note() -> 
     assert isinstance(finished, TurnFinished)
     reply = finished.assistant_message
     assert reply.text == "Define it [1]."
-    assert reply.steps == ("searched for “unresolved” — 1 results", "read cpp/lnk2019.md")
+    assert reply.steps == ("searched for “unresolved” — 1 result", "read note cpp/lnk2019.md")
     assert reply.sources == ("cpp/lnk2019.md",)
     note = to_markdown(manager.chat)
     assert "searched for" in note

@@ -149,7 +149,7 @@ def test_reference_conversation_search_turns_run_as_agent_steps(
     for finished in agent_replies.values():
         stored = replies[finished.assistant_message.id]
         assert stored.steps[0].startswith("searched for “")
-        assert stored.steps[1].startswith("read ")
+        assert stored.steps[1].startswith("read note ")
         assert stored.sources
     # Tool results stayed in their turns: no later request carries them.
     last = model_server.model_requests[-1].body

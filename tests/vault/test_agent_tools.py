@@ -59,7 +59,7 @@ def test_read_whole_note_heading_and_line_range(vault: Path) -> None:
     )
     assert "unresolved external symbol\nfix: define it" in section.text
     assert "LNK2001" not in section.text
-    assert section.label == "read cpp/linker.md#LNK2019"
+    assert section.label == "read note cpp/linker.md#LNK2019"
     lines = tool.run(args(path="cpp/linker.md", startLine=2, endLine=3), ToolContext())
     assert 'lines="2-3"' in lines.text
     assert lines.text.endswith("\nIntro line.\n</readNote>")
