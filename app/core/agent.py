@@ -247,6 +247,8 @@ class AgentRunner:
         call_options = dataclasses.replace(options, tools=self.schemas)
         context = self.context(chat, project)
         reminders = self.reminders(chat.id)
+        for key in ("once:agent.steps", "once:agent.limit"):  # left over by a turn that ended early
+            reminders.clear(key)
         steps: list[tuple[PromptMessage, list[ToolRecord]]] = []
         records: list[ToolRecord] = []
         usage = Usage()

@@ -282,7 +282,8 @@ class ChatManager:
         if agent is not None:
             stream = agent.run(self.backend, chat, messages, options, project=self.project, cancel=cancel)
         else:
-            stream = self.backend.stream(messages, options)
+            tail = self.agent.reminders(chat.id).inject(messages) if self.agent is not None else messages
+            stream = self.backend.stream(tail, options)
         try:
             for event in stream:
                 if cancel is not None and cancel.is_set():

@@ -289,7 +289,7 @@ def reduced_record(original: str, result_id: str) -> str:
 class ToolResultStore:
     """Originals of tool results by content id (`res-` + 10 hex digits of sha256); bounded, thread-safe."""
 
-    def __init__(self, capacity: int = 2000) -> None:
+    def __init__(self, capacity: int = 500) -> None:
         self.capacity = capacity
         self._items: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()

@@ -96,3 +96,20 @@ def test_agent_mode_without_an_agent_is_a_chat_turn() -> None:
     events = list(manager.send("hello", mode="agent"))
     assert isinstance(events[-1], TurnFinished)
     assert events[-1].assistant_message.text == "hi"
+
+
+def test_reminders_reach_chat_turns_at_the_tail_only() -> None:
+    backend = ToolScriptBackend(["one", "two"])
+    manager, _ = make(backend)
+    list(manager.send("first"))
+    reminders = manager.agent.reminders(manager.chat.id)  # type: ignore[union-attr]
+    reminders.set("constraints", "Answer in one sentence.")
+    reminders.set("once:notice", "The person switched projects.")
+    events = list(manager.send("second"))
+    started = next(e for e in events if isinstance(e, TurnStarted))
+    sent = backend.requests[-1]
+    assert sent[:-1] == started.messages[:-1]
+    assert sent[-1].text.startswith(started.messages[-1].text)
+    assert "Answer in one sentence." in sent[-1].text
+    assert "switched projects" in sent[-1].text
+    assert reminders.keys() == ["constraints"]
