@@ -80,6 +80,19 @@ def chatml(messages: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
+def thread_count() -> int:
+    """Threads for llama.cpp: SIDENOTE_LLAMA_THREADS, else half the usable CPUs.
+
+    llama.cpp's threads synchronise on every layer, so one busy core stalls them all: on a 2-core machine with
+    other work running, 2 threads measured 2.5x slower than 1 (see docs/perf/llm.md).
+    """
+    configured = os.environ.get("SIDENOTE_LLAMA_THREADS", "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(usable // 2, 1)
+
+
 def load_model() -> Any:
     """Return the process-wide Llama instance, loading it on first use."""
     global _instance
@@ -91,10 +104,12 @@ def load_model() -> Any:
             from llama_cpp import Llama
 
             started = time.monotonic()
+            threads = thread_count()
             _instance = Llama(
                 model_path=str(path),
                 n_ctx=CONTEXT_WINDOW,
-                n_threads=max(os.cpu_count() or 1, 1),
+                n_threads=threads,
+                n_threads_batch=threads,
                 verbose=False,
             )
             log.info("loaded the offline model %s in %.1f s", path.name, time.monotonic() - started)

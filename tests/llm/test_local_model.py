@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import threading
@@ -96,3 +97,12 @@ def test_cancel_releases_the_model_for_the_next_call() -> None:
     text, again = ask("Say hello.", max_tokens=4)
     assert again.usage.output_tokens > 0
     assert find_model_file() is not None
+
+
+def test_thread_count_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.llm.local_model import thread_count
+
+    monkeypatch.setenv("SIDENOTE_LLAMA_THREADS", "3")
+    assert thread_count() == 3
+    monkeypatch.setenv("SIDENOTE_LLAMA_THREADS", "zero")
+    assert 1 <= thread_count() <= max(len(os.sched_getaffinity(0)) // 2, 1)
