@@ -279,3 +279,28 @@ def test_a_result_is_cut_to_the_room_left_and_the_rest_is_recoverable() -> None:
     assert prompt_tokens(backend.requests[-1]) + agent.tool_tokens < 4000 - 500
     original_id = result.text.split('readToolResult with id "')[1].split('"')[0]
     assert store.get(original_id) == tool_block("readNote", {"path": "big.md"}, note)
+
+
+def test_agent_report_counts_tool_schemas_and_names_the_compaction() -> None:
+    from app.core.agent_report import with_agent_context
+
+    backend = SummaryAwareBackend()
+    manager = make(backend)
+    agent = AgentRunner([NoteTool({})])
+    compacted: Compacted | None = None
+    previous = None
+    for turn in range(12):
+        previous = manager.last_envelope
+        events = list(manager.send(f"Question {turn}: " + prose(turn, 60)))
+        compacted = next((e for e in events if isinstance(e, Compacted)), None)
+        if compacted is not None:
+            break
+    assert compacted is not None
+    assert manager.last_envelope is not None
+    report = with_agent_context(build_report(manager.last_envelope, previous=previous), agent.schemas, compacted)
+    assert report.rows[0].source == "tools.schemas"
+    assert report.rows[0].tokens == agent.tool_tokens
+    assert report.total_tokens == build_report(manager.last_envelope).total_tokens + agent.tool_tokens
+    assert "compacted" in report.prefix_break
+    assert report.notes[-1] == compacted.note
+    assert "cache prefix: the conversation was compacted" in report.to_text()
