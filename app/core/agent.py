@@ -377,5 +377,6 @@ def _flatten(steps: Sequence[tuple[PromptMessage, list[ToolRecord]]]) -> list[Pr
     out: list[PromptMessage] = []
     for assistant, batch in steps:
         out.append(assistant)
-        out.extend(record.message() for record in batch)
+        # The end of each step is a cacheable prefix for the next call (providers with explicit breakpoints).
+        out.extend(record.message(cache_breakpoint=i == len(batch) - 1) for i, record in enumerate(batch))
     return out

@@ -258,10 +258,11 @@ class ToolRecord:
         """Estimated tokens of the full result."""
         return estimate_tokens(self.result.text)
 
-    def message(self) -> PromptMessage:
+    def message(self, *, cache_breakpoint: bool = False) -> PromptMessage:
         """The tool message the model sees: the result, or its reduced record once compaction set it aside."""
         text = reduced_record(self.result.text, self.result_id) if self.reduced else self.result.text
-        return PromptMessage("tool", (ContentBlock(text, False, f"tool:{self.call.name}"),), (), self.call.id)
+        block = ContentBlock(text, cache_breakpoint, f"tool:{self.call.name}")
+        return PromptMessage("tool", (block,), (), self.call.id)
 
 
 PREVIEW_CHARS = 400
