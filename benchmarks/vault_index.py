@@ -42,6 +42,7 @@ def main() -> int:
     parser.add_argument("--chunks", type=int, default=2000, help="chunks to embed for the rate measurement")
     parser.add_argument("--embedder", default="local")
     parser.add_argument("--fill-all", action="store_true", help="then embed every remaining chunk")
+    parser.add_argument("--fill-folders", nargs="*", default=[], help="then embed every chunk in these folders")
     parser.add_argument("--keep", action="store_true", help="reuse an existing index instead of starting fresh")
     args = parser.parse_args()
     vault = vault_or_skip(args.vault)
@@ -103,6 +104,17 @@ def main() -> int:
         fill_to_bare_ratio=round(fill_rate / bare_rate, 3) if bare_rate else None,
         full_fill_estimate_min=round(total / fill_rate / 60, 1) if fill_rate else None,
     )
+    if args.fill_folders:
+        from app.core.search import SearchFilters
+
+        wanted = index.lexical.filtered_hashes(SearchFilters(folders=tuple(args.fill_folders)), 10**9) or []
+        missing = len(set(wanted) - set(index.vectors().ids()))
+        rest = index.fill_vectors(max_chunks=missing, prefer=args.fill_folders)
+        figures.update(
+            fill_folders_chunks=rest.embedded,
+            fill_folders_s=round(rest.seconds, 1),
+            fill_folders_chunks_per_s=round(rest.embedded / rest.seconds, 2) if rest.seconds else None,
+        )
     if args.fill_all:
         rest = index.fill_vectors()
         done, total = index.vector_coverage()

@@ -24,11 +24,26 @@ def main() -> int:
     parser.add_argument("--devset", type=Path, default=DEVSET)
     parser.add_argument("--embedder", default="local")
     parser.add_argument("--misses", action="store_true", help="also list the questions each mode misses")
+    parser.add_argument(
+        "--folders",
+        nargs="*",
+        default=[],
+        help="search only these folders (questions whose answers lie outside them are left out)",
+    )
     args = parser.parse_args()
     vault = vault_or_skip(args.vault)
+    from app.core.search import SearchFilters
     from app.vault.index import VaultIndex
 
     questions = json.loads(args.devset.read_text(encoding="utf-8"))["questions"]
+    scope = SearchFilters(folders=tuple(args.folders)) if args.folders else None
+    if args.folders:
+        inside = tuple(f.strip("/") + "/" for f in args.folders)
+        questions = [
+            {"q": q["q"], "relevant": [p for p in q["relevant"] if p.startswith(inside)]}
+            for q in questions
+            if any(p.startswith(inside) for p in q["relevant"])
+        ]
     index = VaultIndex.open(vault, index_dir(vault, args.embedder), embedder=args.embedder)
     index.build_lexical()
     done, total = index.vector_coverage()
@@ -43,7 +58,7 @@ def main() -> int:
         hits5 = 0
         rr = 0.0
         for item in questions:
-            hits = index.search(item["q"], limit=40, mode=mode)
+            hits = index.search(item["q"], scope, limit=40, mode=mode)
             notes = list(dict.fromkeys(h.path for h in hits))[:10]
             relevant = set(item["relevant"])
             ranks = [i for i, path in enumerate(notes, 1) if path in relevant]

@@ -254,8 +254,10 @@ class VaultIndex:
         stop_event: threading.Event | None = None,
         batch: int = 128,
         max_chunks: int | None = None,
+        prefer: Sequence[str] = (),
     ) -> FillReport:
-        """Embed every chunk that has no vector yet (or `max_chunks` of them), newest notes first, batch by batch."""
+        """Embed every chunk without a vector (or `max_chunks` of them), batch by batch: notes in the `prefer`
+        folders (say, the open project) first, then the most recently modified."""
         started = time.monotonic()
         report = FillReport()
         store = self.vectors()
@@ -268,7 +270,7 @@ class VaultIndex:
         self._dirty.clear()
         while not self._stopped(stop_event) and report.embedded < todo:
             # One pending query per window (it scans every chunk), then embed and commit batch by batch.
-            window = self.lexical.pending_embeddings(min(batch * 8, todo - report.embedded))
+            window = self.lexical.pending_embeddings(min(batch * 8, todo - report.embedded), prefer)
             if not window:
                 break
             for start in range(0, len(window), batch):

@@ -313,15 +313,22 @@ class LexicalStore:
 
     # -- vectors bookkeeping -------------------------------------------------------------------------------------
 
-    def pending_embeddings(self, limit: int) -> list[tuple[str, str, tuple[str, ...], str]]:
-        """Up to `limit` (hash, display title, heading path, text) not yet embedded, newest notes first."""
+    def pending_embeddings(self, limit: int, prefer: Sequence[str] = ()) -> list[tuple[str, str, tuple[str, ...], str]]:
+        """Up to `limit` (hash, display title, heading path, text) not yet embedded: notes in `prefer` folders
+        first, then the most recently modified."""
+        first = ""
+        params: list[object] = []
+        if prefer:
+            likes = " OR ".join("c.path LIKE ? ESCAPE '\\'" for _ in prefer)
+            first = f"min(CASE WHEN {likes} THEN 0 ELSE 1 END), "
+            params = [_like_prefix(folder.strip("/") + "/") for folder in prefer]
         sql = (
             "SELECT c.hash, n.display_title, c.heading_path, c.text FROM chunks c JOIN notes n ON n.path = c.path"
             " WHERE c.hash NOT IN (SELECT hash FROM embedded) GROUP BY c.hash"
-            " ORDER BY max(n.mtime) DESC, min(c.path), min(c.ordinal) LIMIT ?"
+            f" ORDER BY {first}max(n.mtime) DESC, min(c.path), min(c.ordinal) LIMIT ?"
         )
         with self._lock:
-            rows = self._conn.execute(sql, (limit,)).fetchall()
+            rows = self._conn.execute(sql, (*params, limit)).fetchall()
         return [(h, t, tuple(p.split(_SEP)) if p else (), x) for h, t, p, x in rows]
 
     def mark_embedded(self, hashes: Iterable[str]) -> None:

@@ -151,6 +151,15 @@ def test_vector_fill_resumes_after_stop(index: VaultIndex) -> None:
     assert index.vector_coverage()[0] == index.vector_coverage()[1]
 
 
+def test_vector_fill_prefers_folders(index: VaultIndex) -> None:
+    index.build_lexical()
+    index.fill_vectors(max_chunks=2, prefer=["Cooking"])
+    embedded = index.vectors().ids()
+    assert len(embedded) == 2
+    rows = index.lexical.chunk_rows_by_hash(sorted(embedded), None)
+    assert {r.path for r in rows} == {"Cooking/café.md", "Cooking/bread.md"}
+
+
 def test_model_change_rebuilds_vectors(vault: Path, tmp_path: Path) -> None:
     ix = VaultIndex.open(vault, tmp_path / "index", embedder=FakeEmbedder(64))
     ix.build_lexical()
