@@ -9,17 +9,24 @@ from pathlib import Path
 from typing import Any
 
 from app.config import AppConfig
+from app.core.agent import AgentRunner
 from app.core.chat import Chat, Project
+from app.core.compaction import CompactionSettings, Compactor
+from app.core.disclosure import DisclosingResolver, paths_scope
 from app.core.envelope import DEFAULT_SYSTEM_PROMPT, Strategy, ToolOutput
 from app.core.manager import ChatManager
 from app.core.ports import ChatBackend
 from app.core.prompt import ModelOptions
 from app.core.search import SearchFilters, render_local_search
+from app.core.tools import ToolResultStore
+from app.llm.capabilities import context_window, supports_tools
+from app.vault.agent_tools import vault_agent_tools
 from app.vault.chat_store import VaultChatStore
 from app.vault.history import ChatHistory
 from app.vault.index import VaultIndex
 from app.vault.projects import VaultProjects
 from app.vault.resolver import VaultContextResolver
+from app.vault.scanning import VaultFilter
 from app.vault.web import UrlFetcher
 
 log = logging.getLogger(__name__)
@@ -170,8 +177,24 @@ def build_services(
             num_ctx=config.ollama_num_ctx,
         )
 
+    compactor = Compactor(CompactionSettings(context_window=config.context_window), window_for=context_window)
+    results = ToolResultStore()
+    tools = vault_agent_tools(
+        vault,
+        store=results,
+        search=index,
+        fetcher=urls,
+        vault_filter=VaultFilter(tuple(config.exclude), config.chat_folder),
+    )
+    agent = AgentRunner(
+        tools,
+        store=results,
+        compactor=compactor,
+        supports_tools=supports_tools,
+        scope_for=paths_scope(projects.search_scope),
+    )
     manager = ChatManager(
-        resolver=resolver,
+        resolver=DisclosingResolver(resolver, config.project_context_token_limit),
         backend=backend,
         options=options,
         store=store,
@@ -180,6 +203,8 @@ def build_services(
         strategy=Strategy(strategy or config.strategy),
         base_prompt=config.base_system_prompt or DEFAULT_SYSTEM_PROMPT,
         memory=config.memory,
+        agent=agent,
+        compactor=compactor,
     )
     return Services(
         config,

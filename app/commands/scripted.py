@@ -5,6 +5,7 @@ Shared by `sidenote context` (canned replies) and `sidenote replay` (a real mode
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -14,11 +15,12 @@ from pathlib import Path
 from types import TracebackType
 
 from app.config import AppConfig, ConfigError
+from app.core.chat import Chat, Project
 from app.core.envelope import Envelope
 from app.core.manager import TurnFinished, TurnStarted
 from app.core.messages import Message
 from app.core.ports import ChatBackend
-from app.core.prompt import PromptMessage, TextDelta, Usage
+from app.core.prompt import ModelOptions, PromptMessage, TextDelta, Usage
 from app.core.script import Script, ScriptError, ScriptTurn
 from app.services import Services, build_services
 
@@ -126,7 +128,17 @@ class ScriptedSession:
     def play(self) -> Iterator[TurnOutcome]:
         """Run every turn in order."""
         manager = self.services.chats
-        for turn in self.script.turns:
+        base_options = manager.options
+        for number, turn in enumerate(self.script.turns, 1):
+
+            def options(chat: Chat, project: Project, _turn: int = number) -> ModelOptions:
+                # Sidenote's test server seeds generated replies by this header (others ignore it), so every
+                # strategy gets the same reply on the same turn and layouts are compared on the same text.
+                found = base_options(chat, project)
+                headers = {"X-Test-Reply-Seed": f"turn-{_turn}", "X-Test-Reply-Words": str(self.script.reply_words)}
+                return dataclasses.replace(found, extra={**found.extra, "extra_headers": headers})
+
+            manager.options = options
             self.apply_edit(turn)
             if turn.reply is not None:
                 queue = getattr(self.services.backend, "enqueue", None)
