@@ -101,6 +101,8 @@ class ContextItem:
     start_line: int = 0
     end_line: int = 0
     error: str = ""
+    # True when `content` was escaped by the resolver already (it holds `<embedded_note>` blocks it built).
+    content_escaped: bool = False
 
     @property
     def content_hash(self) -> str:
@@ -121,17 +123,18 @@ class ContextItem:
                 fields.append(("path", self.path))
             fields.append(("error", self.error))
             return render_block(f"{tag}_error", fields, attrs=attrs)
+        content = self.content if self.content_escaped else escape_content(self.content)
         if self.kind is RefKind.URL:
             fields = [("url", self.url or self.identity)]
             if self.title:
                 fields.append(("title", self.title))
-            return render_block(tag, fields, content=escape_content(self.content), attrs=attrs)
+            return render_block(tag, fields, content=content, attrs=attrs)
         fields = [("title", self.title), ("path", self.path)]
         if self.kind is RefKind.SELECTION:
             fields += [("start_line", str(self.start_line)), ("end_line", str(self.end_line))]
         else:
             fields += [("ctime", self.ctime), ("mtime", self.mtime)]
-        return render_block(tag, fields, content=escape_content(self.content), attrs=attrs)
+        return render_block(tag, fields, content=content, attrs=attrs)
 
     @classmethod
     def failed(cls, ref: ContextRef, error: str, *, title: str = "") -> ContextItem:
