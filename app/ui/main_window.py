@@ -167,7 +167,7 @@ class MainWindow(QMainWindow):
         services = workspace.services
         self.chat.runner.attach_backend(services.chats)
         if services.model not in ("fake", "fake/canned"):
-            self.chat.runner.call(lambda _m: _prewarm_model_bridge(), lambda _r: None)
+            run_in_background(_prewarm_model_bridge, owner=self)
         self.status.set_model(services.model, services.model_label)
         self.chat.set_search_available(services.chats.search_tool is not None)
         self.history_panel.set_available(workspace.has_history)
@@ -393,7 +393,8 @@ class MainWindow(QMainWindow):
 
 
 def _prewarm_model_bridge() -> None:
-    # litellm takes seconds to import; doing it on the chat pool right after opening makes the first reply quick.
+    # litellm takes seconds to import; importing it right after opening makes the first reply quick (a turn
+    # started meanwhile waits on the loader's lock).
     from app.llm.loader import import_litellm
 
     import_litellm()

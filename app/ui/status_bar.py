@@ -88,13 +88,17 @@ class StatusBar(QStatusBar):
                 "or set OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY before starting Sidenote."
             )
             self.model_label.setProperty("warning", True)
+        elif not model:
+            self.model_label.setText(f"⚠ {shown}")
+            self.model_label.setToolTip("Sidenote has no model to answer with yet. Choose one in Settings.")
+            self.model_label.setProperty("warning", True)
         else:
             self.model_label.setText(f"Model: {shown}")
             self.model_label.setToolTip("Change the model in Settings")
             self.model_label.setProperty("warning", False)
         self.model_label.style().unpolish(self.model_label)
         self.model_label.style().polish(self.model_label)
-        self.configure_button.setVisible(self.offline)
+        self.configure_button.setVisible(self.offline or not model)
 
     def set_usage(self, usage: Usage | None) -> None:
         """The last turn's tokens and cost."""

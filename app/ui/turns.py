@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from app.core.manager import TurnFinished, TurnStarted
+from app.core.messages import Sender
 from app.core.prompt import TextDelta, Usage
 from app.core.report import build_report
 from app.ui.rendering import CatalogEntry, parse_catalogs
@@ -83,8 +84,8 @@ class TurnRunner(QObject):
 
     @property
     def busy(self) -> bool:
-        """True while a turn is running."""
-        return self.task is not None and not self.task.is_finished
+        """True from send until the last event of the turn has been handled on the GUI thread."""
+        return self.task is not None
 
     # -- turns ----------------------------------------------------------------------------------------------
     def send(self, text: str, refs: Sequence[ContextRef], search: bool = False) -> bool:
@@ -214,11 +215,12 @@ class TurnRunner(QObject):
 
     def request_report(self) -> None:
         """Build the context report of the last turn (None when this chat has no turn yet)."""
-        usage = self.last_usage
 
         def build(m: ChatManager) -> object:
             if m.last_envelope is None:
                 return None
+            replies = [msg for msg in m.chat.messages.all() if msg.sender is Sender.ASSISTANT and msg.usage]
+            usage = replies[-1].usage if replies else self.last_usage
             return build_report(m.last_envelope, usage, m.previous_envelope)
 
         self.call(build, lambda report: self.report_ready.emit(report))
