@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from PySide6.QtGui import QIcon
+from PySide6.QtGui import QColor, QIcon, QPalette
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from app.config import AppConfig, AppDirs, ConfigError
@@ -58,6 +58,10 @@ def asset_path(name: str) -> str:
 def style_application(app: QApplication) -> None:
     """Apply the icon and the palette-following stylesheet."""
     app.setWindowIcon(QIcon(asset_path("sidenote.svg")))
+    palette = app.palette()
+    accent = QColor(91, 108, 240) if palette.color(QPalette.ColorRole.Base).lightness() > 128 else QColor(140, 155, 255)
+    palette.setColor(QPalette.ColorRole.Link, accent)  # links read as the brand accent in light and dark themes
+    app.setPalette(palette)
     try:
         app.setStyleSheet(asset_text("style.qss"))
     except OSError as exc:  # a missing stylesheet leaves the native look, nothing worse

@@ -279,7 +279,7 @@ class ChatView(QScrollArea):
 
     def _flush(self) -> None:
         if self.streaming is not None:
-            self.streaming.set_text(self._pending)
+            self.streaming.set_text(_hide_open_link(self._pending))
 
     # -- scrolling ------------------------------------------------------------------------------------------
     def _on_range_changed(self, _low: int, high: int) -> None:
@@ -319,3 +319,9 @@ def _attachment_label(ref: ContextRef) -> str:
     if ref.kind is RefKind.ACTIVE_NOTE:
         return f"{name} (open note)"
     return ref.target if ref.kind is RefKind.URL else name
+
+
+def _hide_open_link(text: str) -> str:
+    # While streaming, a wikilink whose `]]` has not arrived yet would flash as raw brackets: hold it back.
+    start = text.rfind("[[")
+    return text[:start] if start >= 0 and "]]" not in text[start:] else text

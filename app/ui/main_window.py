@@ -239,6 +239,7 @@ class MainWindow(QMainWindow):
 
     def _on_turn_ended(self, ended: TurnEnded) -> None:
         self.status.set_usage(ended.usage)
+        self._on_notes_changed([ended.snapshot.path])  # the watcher skips the chat folder; show the saved note
         if ended.reply.error and not ended.reply.text:
             self.status.show_error(ended.reply.error)
         self.refresh_history()

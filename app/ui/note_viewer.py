@@ -28,7 +28,7 @@ _DOC_STYLE = (
     "h1, h2, h3 { margin-top: 14px; margin-bottom: 6px; } p { margin-bottom: 8px; } "
     "pre { background-color: rgba(128,128,128,0.12); padding: 8px; } code { font-family: monospace; } "
     "blockquote { margin-left: 12px; color: palette(placeholder-text); } a { text-decoration: none; } "
-    "a.wikilink { color: #5b6cf0; } td, th { padding: 3px 8px; }"
+    "td, th { padding: 3px 8px; }"
 )
 
 

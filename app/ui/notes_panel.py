@@ -104,6 +104,7 @@ class NotesPanel(QWidget):
             item = self._sections[section]
             root.takeRow(item.row())
             root.appendRow(item)
+            self.tree.expand(self.proxy.mapFromSource(item.index()))
         self._update_count()
 
     def _section(self, title: str, key: str) -> QStandardItem:
