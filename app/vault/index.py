@@ -270,12 +270,13 @@ class VaultIndex:
         self._dirty.clear()
         while not self._stopped(stop_event) and report.embedded < todo:
             # One pending query per window (it scans every chunk), then embed and commit batch by batch.
+            self._dirty.clear()  # before the query: a change committed after it sets the flag again
             window = self.lexical.pending_embeddings(min(batch * 8, todo - report.embedded), prefer)
             if not window:
                 break
             for start in range(0, len(window), batch):
-                if self._stopped(stop_event):
-                    break
+                if self._stopped(stop_event) or (self._dirty.is_set() and max_chunks is None):
+                    break  # stop, or a note just changed: re-query so its chunks go first (newest first)
                 pending = window[start : start + batch]
                 texts = [embedding_text(title, heading, text) for _, title, heading, text in pending]
                 t0 = time.monotonic()
@@ -299,10 +300,13 @@ class VaultIndex:
         return stop_event is not None and stop_event.is_set()
 
     def run_vector_filler(self, stop_event: threading.Event, progress: Progress | None = None) -> None:
-        """Keep vectors filled until stopped: fill, then sleep until the lexical index changes (run in a thread)."""
+        """Keep vectors filled until stopped: fill, then sleep until the lexical index changes (run in a thread).
+
+        Batches are small (32) so a fresh edit waits at most one short batch before it goes to the front.
+        """
         while not stop_event.is_set():
             try:
-                self.fill_vectors(progress, stop_event)
+                self.fill_vectors(progress, stop_event, batch=32)
             except Exception:
                 log.exception("Filling vectors failed; retrying after the next change")
             self._dirty.wait(timeout=30)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from app.core.search import SearchFilters
 from app.vault.embedding import FakeEmbedder
 from app.vault.index import VaultIndex
 from app.vault.lexical import SCHEMA_VERSION
-from tests.vault.vaultkit import write
+from app.vault.watcher import VaultChange
+from tests.vault.vaultkit import wait_until, write
 
 
 def make_vault(root: Path) -> Path:
@@ -206,3 +208,34 @@ def test_catalog_for_resolver(index: VaultIndex) -> None:
     assert note is not None
     assert note.aliases == ("Keys",)
     assert index.note("../escape.md") is None
+
+
+class SlowEmbedder(FakeEmbedder):
+    """A fake embedder that takes a while per call, like the real one on a big backlog."""
+
+    def embed(self, texts: list[str]) -> list[list[float]]:  # type: ignore[override]
+        time.sleep(0.02 * len(texts))
+        return super().embed(texts)
+
+
+def test_edits_jump_the_vector_backlog(vault: Path, tmp_path: Path) -> None:
+    for i in range(60):
+        write(vault, f"Backlog/n{i:02}.md", f"# Note {i}\nfiller text number {i}\n")
+    index = VaultIndex.open(vault, tmp_path / "index", embedder=SlowEmbedder())
+    try:
+        index.build_lexical()
+        total = index.vector_coverage()[1]
+        stop = index.start_vector_filler()
+        time.sleep(0.1)
+        write(vault, "Music/piano.md", "# Piano\nA brand new sentence about metronomes.\n")
+        index.apply_changes([VaultChange("modified", "Music/piano.md")])
+
+        def piano_embedded() -> bool:
+            rows = index.lexical.chunk_rows_by_hash(sorted(index.vectors().ids()), None)
+            return any("metronomes" in r.text for r in rows)
+
+        assert wait_until(piano_embedded, timeout=10)
+        assert index.vector_coverage()[0] < total  # it went before the backlog was done
+        stop.set()
+    finally:
+        index.close()
