@@ -195,6 +195,8 @@ class ModelRequestHandler(BaseHTTPRequestHandler):
 class TestServer:
     """A running test server: its URLs, the request log, and the script and clock controls."""
 
+    __test__ = False  # not a pytest test class, despite the name
+
     def __init__(self, httpd: TestHTTPServer, thread: threading.Thread) -> None:
         self._httpd = httpd
         self._thread = thread
