@@ -7,7 +7,6 @@ deep as `<embedded_note>` blocks while media embeds stay as written; times are I
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import logging
 import re
@@ -15,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from app.core.blocks import escape_content, render_block
 from app.core.items import ContextItem, ContextRef, RefKind
@@ -30,8 +29,6 @@ _EMBED = re.compile(r"!\[\[([^\[\]\n]+?)\]\]")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _HEADING_NOISE = re.compile(r"[#|^:\[\]\\]+")
-# The lead's ContextItem gains this field to carry content that already holds escaped text plus raw blocks.
-_CAN_EMBED = "content_escaped" in {f.name for f in dataclasses.fields(ContextItem)}
 
 
 class NoteCatalog(Protocol):
@@ -201,19 +198,18 @@ class VaultContextResolver:
         for warning in warnings:
             log.warning("%s: %s", rel, warning)
         kind = RefKind.ACTIVE_NOTE if ref.kind is RefKind.ACTIVE_NOTE else RefKind.NOTE
-        fields: dict[str, Any] = {
-            "kind": kind,
-            "identity": rel,
-            "title": note_title(rel),
-            "path": rel,
-            "content": text,
-            "ctime": iso_utc(getattr(info, "st_birthtime", info.st_ctime)),
-            "mtime": iso_utc(info.st_mtime),
-        }
-        if _CAN_EMBED and "![[" in text:
-            fields["content"] = self.expand_embeds(text, rel)
-            fields["content_escaped"] = True
-        return ContextItem(**fields)
+        embeds = "![[" in text
+        return ContextItem(
+            kind,
+            rel,
+            note_title(rel),
+            path=rel,
+            # With embeds the content is already escaped text plus raw <embedded_note> blocks.
+            content=self.expand_embeds(text, rel) if embeds else text,
+            content_escaped=embeds,
+            ctime=iso_utc(getattr(info, "st_birthtime", info.st_ctime)),
+            mtime=iso_utc(info.st_mtime),
+        )
 
     def _selection_item(self, ref: ContextRef) -> ContextItem:
         located = self._locate(ref)

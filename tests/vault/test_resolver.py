@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from pathlib import Path
@@ -14,7 +13,6 @@ from app.vault.resolver import VaultContextResolver, block_text, section_text
 from tests.vault.vaultkit import write
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-CAN_EMBED = "content_escaped" in {f.name for f in dataclasses.fields(ContextItem)}
 
 
 @pytest.fixture
@@ -140,10 +138,13 @@ def test_embedded_text_cannot_forge_blocks(vault: Path) -> None:
     assert out.count("</embedded_note>") == 1
 
 
-@pytest.mark.skipif(not CAN_EMBED, reason="ContextItem has no content_escaped field yet")
 def test_note_item_carries_expanded_embeds(vault: Path) -> None:
     [item] = VaultContextResolver(vault).resolve(ContextRef.note("Other/readme.md"))
-    assert "<embedded_note>" in item.render()
+    rendered = item.render()
+    assert rendered.count("<embedded_note>") == 1
+    assert "\nSee \n<embedded_note>\n<title>plan</title>" in rendered
+    [plain] = VaultContextResolver(vault).resolve(ContextRef.note("Projects/plan.md"))
+    assert not plain.content_escaped
 
 
 def test_section_and_block_text() -> None:
