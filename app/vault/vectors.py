@@ -126,6 +126,7 @@ class ChromaVectorStore:
                 raise
             # A local store that chromadb cannot open is rebuilt: the SQLite side re-queues every chunk.
             log.warning("Vector store %s cannot be opened (%s); rebuilding it", self._path, exc)
+            _close_client(self._client)
             self._client = None
             shutil.rmtree(self._path, ignore_errors=True)
             self._client = self._make_client()
@@ -199,7 +200,17 @@ class ChromaVectorStore:
                 log.debug("drop_collection %s: %s", name, exc)
 
     def close(self) -> None:
-        """Release the client (embedded chromadb keeps files open until then)."""
+        """Release the client: chromadb shares one system per path in a process until its last client closes."""
         with self._lock:
-            self._collection = None
-            self._client = None
+            client, self._client, self._collection = self._client, None, None
+        _close_client(client)
+
+
+def _close_client(client: Any) -> None:
+    close = getattr(client, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception as exc:  # noqa: BLE001 - closing is best effort
+        log.debug("Closing the Chroma client: %s", exc)

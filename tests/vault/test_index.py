@@ -239,3 +239,22 @@ def test_edits_jump_the_vector_backlog(vault: Path, tmp_path: Path) -> None:
         stop.set()
     finally:
         index.close()
+
+
+def test_lost_vector_store_is_refilled(vault: Path, tmp_path: Path) -> None:
+    import shutil
+
+    ix = VaultIndex.open(vault, tmp_path / "index", embedder=FakeEmbedder())
+    ix.build_lexical()
+    total = ix.fill_vectors().embedded
+    ix.close()
+    shutil.rmtree(tmp_path / "index" / "chroma")
+    again = VaultIndex.open(vault, tmp_path / "index", embedder=FakeEmbedder())
+    try:
+        again.build_lexical()
+        again.vectors()  # reconciles the SQLite record with what the store really holds
+        assert again.vector_coverage()[0] == 0
+        assert again.fill_vectors().embedded == total
+        assert again.search("how to brew espresso at home", mode="vector")[0].path == "Cooking/café.md"
+    finally:
+        again.close()
