@@ -40,9 +40,7 @@ def run(args: argparse.Namespace) -> int:
         if found is None:
             print(f"sidenote search: cannot understand the time {args.since!r}", file=sys.stderr)
             return 2
-        since, until = found
-        if args.since.lower().strip().startswith("since") or args.since.lower().strip().startswith("last"):
-            until = None  # "--since last week" means from then until now
+        since = found[0]  # "--since last week" / "--since 2025-01-15": from the start of that time until now
     filters = SearchFilters(tuple(args.folder), tuple(args.tag), tuple(args.path), since, until)
     index = open_index(args.vault, args.embedder)
     try:

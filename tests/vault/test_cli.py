@@ -58,6 +58,20 @@ def test_search_on_never_indexed_vault_then_index(tmp_path: Path, capsys: pytest
         "--json",
     )
     assert [h["path"] for h in json.loads(out)] == ["Cooking/bread.md"]
+    code, out, _ = run(
+        capsys,
+        "search",
+        "--vault",
+        vault,
+        "--embedder",
+        "fake",
+        "piano",
+        "--since",
+        "2000-01-01",
+        "--lexical-only",
+        "--json",
+    )
+    assert json.loads(out)[0]["path"] == "Music/piano.md"  # a date means "from then on", not "that day"
     code, out, _ = run(capsys, "search", "--vault", vault, "--embedder", "fake", "piano", "--block")
     assert out.startswith('<localSearch query="piano">')
     code, _, err = run(capsys, "search", "--vault", vault, "--embedder", "fake", "piano", "--since", "whenever")
