@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from app.core.items import ContextRef, RefKind
 from app.core.messages import Message, Sender
 from app.ui.rendering import CatalogEntry, render_markdown
+from app.ui.wrapped_label import WrappedLabel
 
 _HTML_STYLE = (
     "<style>pre { background-color: rgba(128,128,128,0.12); padding: 6px; } code { font-family: monospace; }"
@@ -71,25 +72,21 @@ class MessageWidget(QFrame):
             self.regenerate_button = self._action("Regenerate", "Ask again", self.regenerate_requested, header)
         layout.addLayout(header)
 
-        self.body = QLabel()
+        self.body = WrappedLabel()
         self.body.setObjectName("messageBody")
-        self.body.setWordWrap(True)
         self.body.setTextFormat(Qt.TextFormat.RichText)
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self.body.setOpenExternalLinks(False)
         self.body.linkActivated.connect(self.link_activated)
-        self.body.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
         layout.addWidget(self.body)
 
         self.editor: QPlainTextEdit | None = None
-        self.note = QLabel()
+        self.note = WrappedLabel()
         self.note.setObjectName("messageNote")
-        self.note.setWordWrap(True)
         layout.addWidget(self.note)
         if message.attachments:
-            attached = QLabel("Attached: " + ", ".join(_attachment_label(r) for r in message.attachments))
+            attached = WrappedLabel("Attached: " + ", ".join(_attachment_label(r) for r in message.attachments))
             attached.setObjectName("attachmentLine")
-            attached.setWordWrap(True)
             layout.addWidget(attached)
         self.set_text(message.text)
         self._update_note()
@@ -215,13 +212,18 @@ class ChatView(QScrollArea):
 
     # -- whole transcript -----------------------------------------------------------------------------------
     def show_messages(self, messages: Sequence[Message]) -> None:
-        """Replace the transcript."""
-        for widget in self.widgets:
+        """Show these messages, keeping the bubbles of an unchanged beginning (a new turn adds one bubble)."""
+        keep = 0
+        for widget, message in zip(self.widgets, messages, strict=False):
+            if widget is self.streaming or widget.message != message:
+                break
+            keep += 1
+        for widget in self.widgets[keep:]:
             widget.deleteLater()
-        self.widgets = []
+        self.widgets = self.widgets[:keep]
         self.streaming = None
         self._pending = ""
-        for message in messages:
+        for message in messages[keep:]:
             self._add(message)
         self._update_actions()
         self._stick_to_bottom = True

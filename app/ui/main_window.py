@@ -19,6 +19,7 @@ from app.core.items import ContextRef
 from app.ui import tasks
 from app.ui.attachments import AttachmentActions
 from app.ui.chat_panel import ChatPanel
+from app.ui.gc_pauses import without_gc_pauses
 from app.ui.history_panel import HistoryPanel
 from app.ui.note_viewer import NoteViewer
 from app.ui.notes_panel import NotesPanel
@@ -30,7 +31,7 @@ from app.ui.tasks import describe_error, run_in_background
 from app.ui.turns import ChatSnapshot, TurnEnded
 from app.ui.vault_session import ServicesFactory, VaultSession
 from app.ui.window_state import WindowState
-from app.ui.workspace import NoteListing, NoteLocation, Workspace
+from app.ui.workspace import NoteDelta, NoteListing, NoteLocation, Workspace
 
 
 class MainWindow(QMainWindow):
@@ -49,6 +50,7 @@ class MainWindow(QMainWindow):
         self.report_dialog: ReportDialog | None = None
         self.settings_dialog: SettingsDialog | None = None
         self._pending_project = ""
+        self._current_chat = ("", "")
 
         self.notes_panel = NotesPanel()
         self.history_panel = HistoryPanel()
@@ -120,7 +122,7 @@ class MainWindow(QMainWindow):
         s.opened.connect(self._on_opened)
         s.open_failed.connect(self._on_open_failed)
         s.listing_ready.connect(self._on_listing_ready)
-        s.notes_changed.connect(self._on_notes_changed)
+        s.notes_updated.connect(self._on_notes_updated)
         s.index_progress.connect(self.status.set_progress)
         s.index_finished.connect(self._on_index_finished)
         self.notes_panel.note_activated.connect(self.open_note)
@@ -184,28 +186,19 @@ class MainWindow(QMainWindow):
         self.notes_panel.set_listing(listing)
         self.chat.set_note_paths(listing.notes)
 
-    def _on_notes_changed(self, paths: list[str]) -> None:
-        workspace = self.workspace
-        if workspace is None:
+    def _on_notes_updated(self, delta: NoteDelta) -> None:
+        workspace, listing = self.workspace, self.session.listing
+        if workspace is None or listing is None:
             return
-        workspace.forget_tags()
-
-        def done(listing: NoteListing) -> None:
-            if workspace is not self.workspace:
-                return
-            everything = set(listing.notes) | set(listing.chats) | set(listing.projects)
-            shown = set(self.notes_panel.paths)
-            self.notes_panel.apply_changes(sorted(everything - shown), sorted(shown - everything))
-            self.session.listing = listing
+        self.notes_panel.apply_changes(delta.added, delta.removed)
+        if any(not p.startswith(self.config.chat_folder) for p in (*delta.added, *delta.removed)):
             self.chat.set_note_paths(listing.notes)
-            if self.viewer.path in paths and self.viewer.path in everything:
-                self.open_note(self.viewer.path)
-            if any(p in listing.chats or p.startswith(self.config.chat_folder) for p in paths):
-                self.refresh_history()
-            if any(p.startswith(self.config.projects_folder) for p in paths):
-                run_in_background(workspace.list_projects, self._on_projects_changed, self._show_error, owner=self)
-
-        run_in_background(workspace.list_notes, done, self._show_error, owner=self)
+        if self.viewer.path in delta.changed and self.viewer.path not in delta.removed:
+            self.open_note(self.viewer.path)
+        if any(p.startswith(self.config.chat_folder) for p in delta.changed):
+            self.refresh_history()
+        if any(p.startswith(self.config.projects_folder) for p in delta.changed):
+            run_in_background(workspace.list_projects, self._on_projects_changed, self._show_error, owner=self)
 
     def _on_index_finished(self, message: str) -> None:
         self.status.set_progress(None)
@@ -235,11 +228,13 @@ class MainWindow(QMainWindow):
         self.refresh_history()
 
     def _on_chat_changed(self, snapshot: ChatSnapshot) -> None:
-        self._current_chat_path = snapshot.path
+        previous = self._current_chat
+        self._current_chat = (snapshot.chat_id, snapshot.path)
+        renamed = previous[1] if previous[0] == snapshot.chat_id else ""
+        self.session.note_saved(snapshot.path, renamed)  # the watcher skips the chat folder
 
     def _on_turn_ended(self, ended: TurnEnded) -> None:
         self.status.set_usage(ended.usage)
-        self._on_notes_changed([ended.snapshot.path])  # the watcher skips the chat folder; show the saved note
         if ended.reply.error and not ended.reply.text:
             self.status.show_error(ended.reply.error)
         self.refresh_history()
@@ -250,7 +245,7 @@ class MainWindow(QMainWindow):
         if workspace is None or not workspace.has_history:
             return
         project, query = self.chat.current_project(), self.history_panel.search.text().strip()
-        current = getattr(self, "_current_chat_path", "")
+        current = self._current_chat[1]
         run_in_background(
             lambda: workspace.list_chats(project, query),
             lambda chats: self.history_panel.set_chats(chats, current),
@@ -398,4 +393,5 @@ def _prewarm_model_bridge() -> None:
     # started meanwhile waits on the loader's lock).
     from app.llm.loader import import_litellm
 
-    import_litellm()
+    with without_gc_pauses():
+        import_litellm()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from PySide6.QtCore import QMimeData, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QMimeData, QModelIndex, QSortFilterProxyModel, Qt, QTimer, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QLineEdit, QStyle, QTreeView, QVBoxLayout, QWidget
 
@@ -18,6 +18,7 @@ NOTE_MIME = "application/x-sidenote-notes"
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 KIND_ROLE = Qt.ItemDataRole.UserRole + 2
 FILTER_ROLE = Qt.ItemDataRole.UserRole + 3
+BUILD_SLICE = 400  # notes added per event-loop turn while building the tree (about 8 ms)
 
 
 class NoteTreeModel(QStandardItemModel):
@@ -38,6 +39,7 @@ class NotesPanel(QWidget):
     """Filter box over the vault tree."""
 
     note_activated = Signal(str)
+    listing_shown = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -75,7 +77,12 @@ class NotesPanel(QWidget):
         self.count_label.setObjectName("treeCount")
         layout.addWidget(self.count_label)
         self._items: dict[str, QStandardItem] = {}
-        self._sections: dict[str, QStandardItem] = {}
+        self._note_paths: set[str] = set()
+        # Never keep a wrapper of the model's invisible root: Qt creates and deletes it, PySide is not told, and a
+        # stale wrapper can later be handed out for another object at the same address. None stands for it.
+        self._sections: dict[str, QStandardItem | None] = {"notes": None}
+        self._generation = 0
+        self.loading = False
         self._folder_icon = self.style().standardIcon(QStyle.StandardPixmap.SP_DirIcon)
         self._note_icon = self.style().standardIcon(QStyle.StandardPixmap.SP_FileIcon)
         self.chat_folder = "Sidenote/Chats"
@@ -83,41 +90,45 @@ class NotesPanel(QWidget):
 
     # -- building -------------------------------------------------------------------------------------------
     def set_listing(self, listing: NoteListing) -> None:
-        """Show a fresh listing."""
-        self.model.clear()
+        """Show a fresh listing, built in slices between events so a 10k-note vault never freezes the window."""
+        self._generation += 1
         self._items.clear()
+        self._note_paths.clear()
+        # Build under detached parents (no model signals, no view work), attach when complete.
         self._sections = {
-            "notes": self.model.invisibleRootItem(),
-            "chats": self._section("Chats", "chats"),
-            "projects": self._section("Projects", "projects"),
+            "notes": QStandardItem(),
+            "chats": _section_item("Chats"),
+            "projects": _section_item("Projects"),
         }
-        self.tree.setUpdatesEnabled(False)
-        for path in listing.notes:
-            self._add(path, "notes")
-        for path in listing.chats:
-            self._add(path, "chats")
-        for path in listing.projects:
-            self._add(path, "projects")
-        self.tree.setUpdatesEnabled(True)
+        todo = [(p, "notes") for p in listing.notes]
+        todo += [(p, "chats") for p in listing.chats] + [(p, "projects") for p in listing.projects]
+        self.loading = True
+        self._build_slice(self._generation, todo, 0)
+
+    def _build_slice(self, generation: int, todo: list[tuple[str, str]], start: int) -> None:
+        if generation != self._generation:
+            return  # a newer listing replaced this one
+        end = min(start + BUILD_SLICE, len(todo))
+        for path, section in todo[start:end]:
+            self._add(path, section)
+        if end < len(todo):
+            QTimer.singleShot(0, lambda: self._build_slice(generation, todo, end))
+            return
+        self.model.clear()
         root = self.model.invisibleRootItem()
-        for section in ("chats", "projects"):  # keep them last, apart from the notes
+        holder = self._sections["notes"]
+        assert holder is not None
+        root.appendRows([holder.takeRow(0)[0] for _ in range(holder.rowCount())])
+        self._sections["notes"] = None
+        for section in ("chats", "projects"):  # last, apart from the notes
             item = self._sections[section]
-            root.takeRow(item.row())
+            assert item is not None
             root.appendRow(item)
             self.tree.expand(self.proxy.mapFromSource(item.index()))
+        del root, holder
+        self.loading = False
         self._update_count()
-
-    def _section(self, title: str, key: str) -> QStandardItem:
-        item = QStandardItem(f"— {title} —")
-        item.setData(f"section:{key}", PATH_ROLE)
-        item.setData("section", KIND_ROLE)
-        item.setEditable(False)
-        item.setDragEnabled(False)
-        font = item.font()
-        font.setItalic(True)
-        item.setFont(font)
-        self.model.invisibleRootItem().appendRow(item)
-        return item
+        self.listing_shown.emit()
 
     def _section_of(self, path: str) -> str:
         if path.startswith(self.chat_folder.strip("/") + "/"):
@@ -133,7 +144,7 @@ class NotesPanel(QWidget):
     def _add(self, path: str, section: str) -> None:
         if path in self._items:
             return
-        parent = self._sections[section]
+        parent = self._sections[section] or self.model.invisibleRootItem()
         parts = self._relative(path, section).split("/")
         folder_path = ""
         for part in parts[:-1]:
@@ -158,11 +169,13 @@ class NotesPanel(QWidget):
         item.setEditable(False)
         _insert_sorted(parent, item)
         self._items[path] = item
+        self._note_paths.add(path)
 
     # -- live updates ---------------------------------------------------------------------------------------
     def apply_changes(self, present: Iterable[str], gone: Iterable[str]) -> None:
         """Add new notes and remove deleted ones (folders left empty go too)."""
         for path in gone:
+            self._note_paths.discard(path)
             item = self._items.pop(path, None)
             while item is not None:
                 parent = item.parent() or self.model.invisibleRootItem()
@@ -179,7 +192,7 @@ class NotesPanel(QWidget):
     @property
     def paths(self) -> list[str]:
         """Every note path shown."""
-        return [p for p, item in self._items.items() if item.data(KIND_ROLE) == "note"]
+        return sorted(self._note_paths)
 
     def select_path(self, path: str) -> None:
         """Highlight a note in the tree."""
@@ -203,8 +216,7 @@ class NotesPanel(QWidget):
         self._update_count()
 
     def _update_count(self) -> None:
-        notes = sum(1 for item in self._items.values() if item.data(KIND_ROLE) == "note")
-        self.count_label.setText(f"{notes} notes")
+        self.count_label.setText(f"{len(self._note_paths):,} notes")
 
 
 def _insert_sorted(parent: QStandardItem, item: QStandardItem) -> None:
@@ -220,3 +232,15 @@ def _insert_sorted(parent: QStandardItem, item: QStandardItem) -> None:
         else:
             low = mid + 1
     parent.insertRow(low, item)
+
+
+def _section_item(title: str) -> QStandardItem:
+    item = QStandardItem(f"— {title} —")
+    item.setData(f"section:{title.lower()}", PATH_ROLE)
+    item.setData("section", KIND_ROLE)
+    item.setEditable(False)
+    item.setDragEnabled(False)
+    font = item.font()
+    font.setItalic(True)
+    item.setFont(font)
+    return item

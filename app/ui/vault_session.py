@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from app.config import AppConfig
+from app.ui.gc_pauses import without_gc_pauses
 from app.ui.tasks import Task, describe_error, run_in_background
-from app.ui.workspace import NoteListing, Workspace
+from app.ui.workspace import NoteDelta, NoteListing, Workspace
 
 if TYPE_CHECKING:
     from app.services import Services
@@ -40,6 +41,7 @@ class VaultSession(QObject):
     open_failed = Signal(str)
     listing_ready = Signal(object)
     notes_changed = Signal(list)
+    notes_updated = Signal(object)
     index_progress = Signal(object)
     index_finished = Signal(str)
 
@@ -51,6 +53,7 @@ class VaultSession(QObject):
         self._stop_watch: Callable[[], None] | None = None
         self._index_task: Task | None = None
         self._generation = 0
+        self.notes_changed.connect(self._on_notes_changed)
 
     @property
     def services(self) -> Services | None:
@@ -64,7 +67,8 @@ class VaultSession(QObject):
         generation = self._generation
 
         def build() -> Workspace:
-            return Workspace(self.factory(config, vault))
+            with without_gc_pauses():
+                return Workspace(self.factory(config, vault))
 
         def ready(workspace: Workspace) -> None:
             if generation != self._generation:  # a newer open superseded this one
@@ -90,6 +94,40 @@ class VaultSession(QObject):
                 self.listing_ready.emit(listing)
 
         run_in_background(workspace.list_notes, done, self._log_error, owner=self)
+
+    def _on_notes_changed(self, paths: list[str]) -> None:
+        workspace, listing = self.workspace, self.listing
+        if workspace is None or listing is None:
+            return
+        workspace.forget_tags()
+        known = {*listing.notes, *listing.chats, *listing.projects}
+        run_in_background(lambda: workspace.note_changes(paths, known), self.apply_delta, self._log_error, owner=self)
+
+    def note_saved(self, path: str, replaced: str = "") -> None:
+        """A note Sidenote wrote itself (a chat; the watcher skips that folder): show it, drop a renamed one."""
+        if self.listing is None or not path:
+            return
+        known = {*self.listing.chats, *self.listing.notes, *self.listing.projects}
+        added = () if path in known else (path,)
+        removed = (replaced,) if replaced and replaced != path and replaced in known else ()
+        if added or removed:
+            self.apply_delta(NoteDelta(added, removed, (path,)))
+
+    def apply_delta(self, delta: NoteDelta) -> None:
+        """Update the listing and tell the window."""
+        if self.workspace is None or self.listing is None:
+            return
+        listing, config = self.listing, self.workspace.config
+        everything = ({*listing.notes, *listing.chats, *listing.projects} | set(delta.added)) - set(delta.removed)
+        chats = config.chat_folder.strip("/") + "/"
+        projects = config.projects_folder.strip("/") + "/"
+        self.listing = NoteListing(
+            tuple(sorted(p for p in everything if not p.startswith((chats, projects)))),
+            tuple(sorted(p for p in everything if p.startswith(chats))),
+            tuple(sorted(p for p in everything if p.startswith(projects))),
+            listing.mtimes,
+        )
+        self.notes_updated.emit(delta)
 
     def _start_watching(self, workspace: Workspace) -> None:
         def emit(paths: list[str]) -> None:  # runs on the watcher's thread

@@ -8,7 +8,9 @@ never call it directly, only from workers.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.core.chat import DEFAULT_PROJECT, Project
+from app.ui.gc_pauses import without_gc_pauses
 from app.ui.rendering import heading_line
 from app.vault.parsing import read_note_text
 from app.vault.scanning import VaultFilter, safe_note_path, scan_vault
@@ -40,6 +43,15 @@ class NoteListing:
     chats: tuple[str, ...]
     projects: tuple[str, ...]
     mtimes: dict[str, int]
+
+
+@dataclass(frozen=True)
+class NoteDelta:
+    """Notes that appeared, disappeared, or were touched (vault-relative paths)."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,24 @@ class Workspace:
             else:
                 notes.append(f.path)
         return NoteListing(tuple(notes), tuple(chats), tuple(projects), {f.path: f.mtime_ns for f in files})
+
+    def note_changes(self, paths: list[str], known: set[str]) -> NoteDelta:
+        """What changed among these paths (a folder path or a move of many notes means a full rescan)."""
+        if any(not p.lower().endswith(".md") for p in paths):
+            listing = self.list_notes()
+            now = set(listing.notes) | set(listing.chats) | set(listing.projects)
+            return NoteDelta(tuple(sorted(now - known)), tuple(sorted(known - now)), tuple(paths))
+        added, removed = [], []
+        for path in dict.fromkeys(paths):
+            try:
+                exists = safe_note_path(self.vault, path).is_file()
+            except ValueError:
+                exists = False
+            if exists and path not in known:
+                added.append(path)
+            elif not exists and path in known:
+                removed.append(path)
+        return NoteDelta(tuple(added), tuple(removed), tuple(paths))
 
     def read_note(self, path: str) -> str:
         """The note's text (decoded with replacement; refuses paths leaving the vault)."""
@@ -228,8 +258,16 @@ class Workspace:
         index = self.services.index
         if index is None:
             return
+        _lower_this_thread_priority()
         index.build_lexical(progress)
         progress(None)
+        try:
+            with without_gc_pauses():  # chromadb and the embedding model load here, once
+                index.vectors()
+                index.embedder.embed(["warm up"])
+        except Exception as exc:  # the vector side is optional: lexical search keeps working
+            log.warning("The vector index could not be opened: %s", exc)
+            return
         while not self._stop.is_set():
             self._wake.clear()
             try:
@@ -254,3 +292,16 @@ def _summary(entry: Any) -> ChatSummary:
         message_count=int(entry.message_count or 0),
         project_id=str(entry.project_id or ""),
     )
+
+
+def _lower_this_thread_priority(niceness: int = 10) -> None:
+    # Indexing is background work: on Linux a thread has its own nice value, and the embedder's compute threads
+    # (created later from this thread) inherit it, so the window and the model stream keep their CPU share.
+    setpriority = getattr(os, "setpriority", None)
+    native_id = threading.get_native_id()
+    if setpriority is None or not sys.platform.startswith("linux"):
+        return
+    try:
+        setpriority(os.PRIO_PROCESS, native_id, niceness)
+    except OSError as exc:
+        log.debug("Could not lower the indexing thread's priority: %s", exc)

@@ -86,7 +86,8 @@ def open_window(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Ma
         qtbot.addWidget(window)
         window.show()
         window.open_vault(vault)
-        qtbot.waitUntil(lambda: window.workspace is not None and bool(window.notes_panel.paths), timeout=15000)
+        panel = window.notes_panel
+        qtbot.waitUntil(lambda: window.workspace is not None and bool(panel.paths) and not panel.loading, timeout=15000)
         qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=15000)
         return window
 

@@ -53,8 +53,9 @@ def test_reply_streams_and_the_chat_is_saved_and_listed(
     files = chat_files(vault)
     assert len(files) == 1
     assert "What does the pricing note say?" in files[0].read_text(encoding="utf-8")
-    qtbot.waitUntil(lambda: window.history_panel.list.count() == 1, timeout=5000)
-    assert window.history_panel.summaries[0].path == files[0].relative_to(vault).as_posix()
+    saved = files[0].relative_to(vault).as_posix()
+    qtbot.waitUntil(lambda: [s.path for s in window.history_panel.summaries] == [saved], timeout=5000)
+    assert saved in window.notes_panel.paths  # shown in the tree's Chats section too
     assert "in" in window.status.usage_label.text()
 
 

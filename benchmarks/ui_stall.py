@@ -1,0 +1,146 @@
+"""GUI-thread stalls while the window indexes a vault and streams replies: a 5 ms heartbeat QTimer records gaps.
+
+    .venv/bin/python benchmarks/ui_stall.py [--vault PATH] [--seconds 60] [--embedder local]
+
+Opens the real MainWindow (offscreen) on the vault with a fresh index (lexical build, then the vector fill),
+and meanwhile sends one question after another to the project's test server over HTTP (litellm), each reply
+400 words streamed word by word. A stall is how much later than scheduled a heartbeat tick ran. Prints one JSON
+line: the longest stall (target < 50 ms), percentiles, and how much indexing and streaming happened meanwhile.
+Chats are not saved (the shared vault stays untouched); the index goes to a temporary SIDENOTE_HOME.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SIDENOTE_SHARED", ROOT.parent / "shared"))
+HEARTBEAT_MS = 5
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def main() -> int:
+    """Run the window for a while and print one JSON line."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--vault", type=Path, default=SHARED / "vaults" / "large-cpp-docs")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--embedder", default="local")
+    parser.add_argument("--reply-words", type=int, default=400)
+    args = parser.parse_args()
+    if not args.vault.is_dir():
+        print(json.dumps({"skipped": f"{args.vault} is absent"}))
+        return 0
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ["SIDENOTE_HOME"] = tempfile.mkdtemp(prefix="sidenote-ui-stall-")
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+    sys.path.insert(0, str(ROOT))
+
+    import app.ui  # noqa: F401 - installs the PySide6 refcount guard before Qt objects exist
+    from PySide6.QtCore import Qt, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app.config import AppConfig
+    from app.llm.testserver import Reply, serve_in_thread
+    from app.services import build_services
+    from app.ui import tasks
+    from app.ui.app import style_application
+    from app.ui.main_window import MainWindow
+    from app.ui.window_state import WindowState
+
+    qt_app = QApplication([])
+    style_application(qt_app)
+    figures: dict[str, object] = {"vault": args.vault.name, "embedder": args.embedder, "seconds": args.seconds}
+    with serve_in_thread() as server:
+        server.enqueue(*[Reply(words=args.reply_words, chunk_delay=0.005) for _ in range(500)])
+        config = AppConfig(embedding_backend=args.embedder)
+
+        def factory(cfg: AppConfig, vault: Path) -> object:
+            return build_services(
+                cfg, vault, model="openai/test-model", api_base=server.openai_base_url, with_store=False
+            )
+
+        window = MainWindow(config, WindowState(), factory)  # type: ignore[arg-type]
+        window.resize(1400, 900)
+        gaps: list[float] = []
+        last = [time.perf_counter()]
+
+        def beat() -> None:
+            now = time.perf_counter()
+            gaps.append((now - last[0]) * 1000 - HEARTBEAT_MS)
+            last[0] = now
+
+        heartbeat = QTimer()
+        heartbeat.setTimerType(Qt.TimerType.PreciseTimer)
+        heartbeat.setInterval(HEARTBEAT_MS)
+        heartbeat.timeout.connect(beat)
+        progress: dict[str, tuple[int, int]] = {}
+        lexical_done_at: list[float] = []
+        started = time.perf_counter()
+
+        def on_progress(value: object) -> None:
+            phase = getattr(value, "phase", "")
+            if phase:
+                progress[phase] = (int(value.done), int(value.total))  # type: ignore[attr-defined]
+                if phase == "vectors" and not lexical_done_at:
+                    lexical_done_at.append(time.perf_counter() - started)
+
+        window.session.index_progress.connect(on_progress)
+        replies = {"sent": 0, "done": 0, "chars": 0}
+
+        def ask() -> None:
+            if time.perf_counter() - started < args.seconds and not window.chat.runner.busy:
+                window.chat.input.setPlainText(f"Question {replies['sent'] + 1}: what does the vault say?")
+                window.chat.send()
+                replies["sent"] += 1
+
+        def ended(turn: object) -> None:
+            replies["done"] += 1
+            replies["chars"] += len(turn.reply.text)  # type: ignore[attr-defined]
+            QTimer.singleShot(50, ask)
+
+        window.chat.turn_ended.connect(ended)
+        window.chat.runner.chat_shown.connect(lambda _s: QTimer.singleShot(50, ask) if not replies["sent"] else None)
+        heartbeat.start()
+        window.show()
+        window.open_vault(args.vault)
+        QTimer.singleShot(int(args.seconds * 1000), qt_app.quit)
+        qt_app.exec()
+        heartbeat.stop()
+        window.close()
+        tasks.cancel_all()
+        tasks.wait_all(60000)
+    steady = gaps[200:]  # after the first second (window creation and first paint)
+    figures.update(
+        {
+            "max_stall_ms": round(max(gaps), 1),
+            "max_stall_after_first_second_ms": round(max(steady), 1) if steady else None,
+            "p99_stall_ms": round(percentile(gaps, 99), 1),
+            "p999_stall_ms": round(percentile(gaps, 99.9), 1),
+            "stalls_over_50ms": sum(1 for g in gaps if g > 50),
+            "ticks": len(gaps),
+            "lexical": progress.get("lexical"),
+            "lexical_seconds": round(lexical_done_at[0], 1) if lexical_done_at else None,
+            "vectors": progress.get("vectors"),
+            "replies_done": replies["done"],
+            "reply_chars": replies["chars"],
+        }
+    )
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
