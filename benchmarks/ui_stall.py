@@ -48,10 +48,10 @@ def main() -> int:
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     sys.path.insert(0, str(ROOT))
 
-    import app.ui  # noqa: F401 - installs the PySide6 refcount guard before Qt objects exist
     from PySide6.QtCore import Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
+    import app.ui  # noqa: F401 - installs the PySide6 refcount guard before Qt objects exist
     from app.config import AppConfig
     from app.llm.testserver import Reply, serve_in_thread
     from app.services import build_services
