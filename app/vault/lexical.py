@@ -9,9 +9,7 @@ All access goes through one connection guarded by a lock (SQLite in WAL mode; re
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import re
 import sqlite3
 import threading
 import time
@@ -22,6 +20,7 @@ from pathlib import Path
 
 from app.core.search import SearchFilters
 from app.vault.chunking import Chunk
+from app.vault.fts_query import filter_sql, fts_query, like_prefix
 from app.vault.note import Note
 
 log = logging.getLogger(__name__)
@@ -30,16 +29,6 @@ SCHEMA_VERSION = "3"
 # Column weights for bm25(): title, aliases+tags, headings, body.
 BM25_WEIGHTS = (10.0, 6.0, 4.0, 1.0)
 _SEP = "\x1f"
-_STOPWORDS = frozenset(
-    re.findall(
-        r"[a-z]+",
-        "a an and are as at be by can do does for from how i if in into is it its me my of on or so than that the "
-        "their then there these this to use used using was what when where which while who why will with you your "
-        "about should would could",
-    )
-)
-_WORD = re.compile(r"\w+")
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS notes(
@@ -72,14 +61,6 @@ class ChunkRow:
     end_line: int
     text: str
     hash: str
-
-
-def fts_query(text: str) -> str:
-    """Turn free text into a safe FTS5 query: quoted terms joined by OR, common words dropped."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    kept = [w for w in words if w not in _STOPWORDS] or words
-    unique = list(dict.fromkeys(kept))[:32]
-    return " OR ".join(f'"{w}"' for w in unique)
 
 
 class LexicalStore:
@@ -236,7 +217,7 @@ class LexicalStore:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT DISTINCT path FROM tags WHERE tag = ? OR tag LIKE ? ESCAPE '\\' ORDER BY path",
-                (want, _like_prefix(want + "/")),
+                (want, like_prefix(want + "/")),
             )
             return [row[0] for row in rows]
 
@@ -260,7 +241,7 @@ class LexicalStore:
         match = fts_query(query)
         if not match:
             return []
-        where, params = _filter_sql(filters)
+        where, params = filter_sql(filters)
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         sql = f"SELECT chunks_fts.rowid, bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
         if where:
@@ -280,7 +261,7 @@ class LexicalStore:
 
     def chunk_rows_by_hash(self, hashes: Sequence[str], filters: SearchFilters | None) -> list[ChunkRow]:
         """Chunks with the given hashes that pass the filters, in the order of `hashes`."""
-        where, params = _filter_sql(filters)
+        where, params = filter_sql(filters)
         out: list[ChunkRow] = []
         order = {h: i for i, h in enumerate(hashes)}
         for start in range(0, len(hashes), 500):
@@ -294,7 +275,7 @@ class LexicalStore:
 
     def filtered_hashes(self, filters: SearchFilters, cap: int) -> list[str] | None:
         """Chunk hashes passing the filters, or None when more than cap do."""
-        where, params = _filter_sql(filters)
+        where, params = filter_sql(filters)
         sql = "SELECT DISTINCT c.hash FROM chunks c JOIN notes n ON n.path = c.path WHERE " + where + " LIMIT ?"
         with self._lock:
             rows = self._conn.execute(sql, (*params, cap + 1)).fetchall()
@@ -321,7 +302,7 @@ class LexicalStore:
         if prefer:
             likes = " OR ".join("c.path LIKE ? ESCAPE '\\'" for _ in prefer)
             first = f"min(CASE WHEN {likes} THEN 0 ELSE 1 END), "
-            params = [_like_prefix(folder.strip("/") + "/") for folder in prefer]
+            params = [like_prefix(folder.strip("/") + "/") for folder in prefer]
         sql = (
             "SELECT c.hash, n.display_title, c.heading_path, c.text FROM chunks c JOIN notes n ON n.path = c.path"
             " WHERE c.hash NOT IN (SELECT hash FROM embedded) GROUP BY c.hash"
@@ -387,43 +368,3 @@ def _row(raw: tuple[object, ...]) -> ChunkRow:
         str(text),
         str(digest),
     )
-
-
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-def _filter_sql(filters: SearchFilters | None) -> tuple[str, list[object]]:
-    if filters is None or filters.empty:
-        return "", []
-    clauses: list[str] = []
-    params: list[object] = []
-    if filters.folders:
-        parts = []
-        for folder in filters.folders:
-            clean = folder.strip().strip("/")
-            if clean:
-                parts.append("n.path LIKE ? ESCAPE '\\'")
-                params.append(_like_prefix(clean + "/"))
-        if parts:
-            clauses.append("(" + " OR ".join(parts) + ")")
-    if filters.paths:
-        clauses.append(f"n.path IN ({','.join('?' * len(filters.paths))})")
-        params.extend(filters.paths)
-    if filters.tags:
-        parts = []
-        for tag in filters.tags:
-            want = tag.strip().lstrip("#").lower()
-            parts.append("(t.tag = ? OR t.tag LIKE ? ESCAPE '\\')")
-            params += [want, _like_prefix(want + "/")]
-        clauses.append(f"EXISTS (SELECT 1 FROM tags t WHERE t.path = n.path AND ({' OR '.join(parts)}))")
-    if filters.since or filters.until:
-        low = filters.since.timestamp() if filters.since else -1e18
-        high = filters.until.timestamp() if filters.until else 1e18
-        day_low = filters.since.date().isoformat() if filters.since else "0000-00-00"
-        day_high = (filters.until - dt.timedelta(microseconds=1)).date().isoformat() if filters.until else "9999-99-99"
-        clauses.append(
-            "((n.mtime >= ? AND n.mtime < ?) OR (n.note_date != '' AND n.note_date >= ? AND n.note_date <= ?))"
-        )
-        params += [low, high, day_low, day_high]
-    return " AND ".join(clauses), params

@@ -258,3 +258,13 @@ def test_lost_vector_store_is_refilled(vault: Path, tmp_path: Path) -> None:
         assert again.search("how to brew espresso at home", mode="vector")[0].path == "Cooking/café.md"
     finally:
         again.close()
+
+
+def test_fts_syntax_in_questions_is_plain_text(index: VaultIndex) -> None:
+    from app.vault.fts_query import fts_query
+
+    index.build_lexical()
+    for query in ['piano" OR "x', "NEAR(piano guitar)", "piano*", "AND OR NOT", "-piano ^guitar", "???", ""]:
+        index.search(query, mode="lexical")  # never an FTS5 syntax error
+    assert fts_query('say "hi" AND bye*') == '"say" OR "hi" OR "bye"'
+    assert paths(index.search("piano*", mode="lexical"))[0] == "Music/piano.md"
