@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.config import AppConfig
 from app.core.agent import AgentRunner
-from app.core.chat import Chat, Project
+from app.core.chat import DEFAULT_PROJECT, Chat, Project
 from app.core.compaction import CompactionSettings, Compactor
 from app.core.disclosure import DisclosingResolver, paths_scope
 from app.core.envelope import DEFAULT_SYSTEM_PROMPT, Strategy, ToolOutput
 from app.core.manager import ChatManager
 from app.core.ports import ChatBackend
-from app.core.prompt import ModelOptions
+from app.core.prompt import ModelOptions, PromptMessage, TextDelta
 from app.core.search import SearchFilters, render_local_search
 from app.core.tools import ToolResultStore
 from app.llm.capabilities import context_window, supports_tools
@@ -135,6 +137,7 @@ def build_services(
     strategy: str | None = None,
     with_store: bool = True,
     embedder: str | None = None,
+    model_topics: bool = True,
 ) -> Services:
     """Wire index, resolver, backend, chat store, history, projects and the chat manager for one vault."""
     vault = Path(vault).expanduser().resolve()
@@ -205,6 +208,7 @@ def build_services(
         memory=config.memory,
         agent=agent,
         compactor=compactor,
+        titler=make_titler(backend, options) if model_topics else None,
     )
     return Services(
         config,
@@ -221,6 +225,29 @@ def build_services(
         history,
         projects,
     )
+
+
+TITLE_PROMPT = (
+    "Write a title of 3 to 7 words for the conversation below. Reply with the title only: no quotes, no final period."
+)
+
+
+def make_titler(backend: ChatBackend, options: Callable[[Chat, Project], ModelOptions]) -> Callable[[Chat], str]:
+    """A topic from the model after the first reply (one short extra call; the manager falls back on failure)."""
+
+    def title(chat: Chat) -> str:
+        shown = [m for m in chat.messages.all() if m.in_model_view][:2]
+        excerpt = "\n\n".join(f"{m.sender.value}: {m.text[:1500]}" for m in shown)
+        found = options(chat, DEFAULT_PROJECT)
+        call = dataclasses.replace(found, max_tokens=24, temperature=0.2, tools=(), chat_id=f"{found.chat_id}-title")
+        parts = [
+            e.text
+            for e in backend.stream([PromptMessage.plain("user", f"{TITLE_PROMPT}\n\n{excerpt}")], call)
+            if isinstance(e, TextDelta)
+        ]
+        return " ".join("".join(parts).split()).strip(" .\"'")[:80]
+
+    return title
 
 
 def _env_key(model: str) -> str:

@@ -94,7 +94,15 @@ class ScriptedSession:
         except ConfigError as exc:
             raise ScriptedSessionError(str(exc)) from exc
         services = build_services(
-            config, target, backend=backend, model=model, api_base=api_base, strategy=strategy, with_store=save_chat
+            config,
+            target,
+            backend=backend,
+            model=model,
+            api_base=api_base,
+            strategy=strategy,
+            with_store=save_chat,
+            # A scripted run sends exactly its turns (request logs are compared); the topic is the first words.
+            model_topics=False,
         )
         if any(t.search for t in script.turns):
             services.index.build_lexical()
