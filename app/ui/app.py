@@ -68,6 +68,15 @@ def style_application(app: QApplication) -> None:
         log.warning("Stylesheet not loaded: %s", exc)
 
 
+def tune_runtime() -> None:
+    """Let the GUI thread take the GIL back sooner from busy workers (indexing, streaming): 1 ms, not 5 ms.
+
+    Every call from Qt into Python (a slot, a timer) must take the GIL; with the default 5 ms switch interval the
+    window waited up to 5 ms per call while a worker parsed notes, which added up to visible stalls.
+    """
+    sys.setswitchinterval(0.001)
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Command-line options of the window."""
     parser = argparse.ArgumentParser(prog="sidenote-app", description="Sidenote desktop window")
@@ -111,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    tune_runtime()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     app.setApplicationName("Sidenote")

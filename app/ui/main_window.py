@@ -6,6 +6,7 @@ call goes through app.ui.tasks. It holds no business logic: attachments, prompts
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -395,3 +396,5 @@ def _prewarm_model_bridge() -> None:
 
     with without_gc_pauses():
         import_litellm()
+        with contextlib.suppress(ImportError):  # its tokenizer tables load on the first call otherwise
+            import litellm.litellm_core_utils.default_encoding  # noqa: F401
