@@ -6,8 +6,9 @@ It shows the summaries it is given and reports requests; the window runs the his
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
@@ -22,7 +23,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.tasks import describe_error, run_in_background
 from app.ui.workspace import ChatSummary
+
+if TYPE_CHECKING:
+    from app.ui.chat_panel import ChatPanel
+    from app.ui.status_bar import StatusBar
+    from app.ui.vault_session import VaultSession
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -139,3 +146,57 @@ class HistoryPanel(QWidget):
         )
         if answer == QMessageBox.StandardButton.Yes:
             self.delete_requested.emit(path)
+
+
+class HistoryActions(QObject):
+    """Runs the history panel's requests through the history service, in workers."""
+
+    def __init__(
+        self, parent: QObject, panel: HistoryPanel, chat: ChatPanel, session: VaultSession, status: StatusBar
+    ) -> None:
+        super().__init__(parent)
+        self.panel, self.chat, self.session, self.status = panel, chat, session, status
+        self.current_path = ""
+        panel.open_requested.connect(self.open_chat)
+        panel.rename_requested.connect(self.rename)
+        panel.delete_requested.connect(self.delete)
+        panel.query_changed.connect(lambda _q: self.refresh())
+
+    def refresh(self) -> None:
+        """Reload the current project's chat list."""
+        workspace = self.session.workspace
+        if workspace is None or not workspace.has_history:
+            return
+        project, query, current = self.chat.current_project(), self.panel.search.text().strip(), self.current_path
+        run_in_background(
+            lambda: workspace.list_chats(project, query),
+            lambda chats: self.panel.set_chats(chats, current),
+            self._on_error,
+            owner=self,
+        )
+
+    def open_chat(self, path: str) -> None:
+        """Open a chat from the history (its project becomes current)."""
+        workspace = self.session.workspace
+        if workspace is not None:
+            projects = {p.id: p for p in self.chat.projects}
+            self.chat.runner.open_chat(lambda: workspace.load_chat(path), lambda c: projects.get(c.project_id))
+
+    def rename(self, path: str, topic: str) -> None:
+        """Rename a chat (topic and file)."""
+        workspace = self.session.workspace
+        if workspace is not None:
+            run_in_background(
+                lambda: workspace.rename_chat(path, topic), lambda _p: self.refresh(), self._on_error, owner=self
+            )
+
+    def delete(self, path: str) -> None:
+        """Move a chat to the vault's trash."""
+        workspace = self.session.workspace
+        if workspace is not None:
+            run_in_background(
+                lambda: workspace.delete_chat(path), lambda _r: self.refresh(), self._on_error, owner=self
+            )
+
+    def _on_error(self, exc: BaseException) -> None:
+        self.status.show_error(describe_error(exc))

@@ -21,7 +21,7 @@ from app.ui import tasks
 from app.ui.attachments import AttachmentActions
 from app.ui.chat_panel import ChatPanel
 from app.ui.gc_pauses import without_gc_pauses
-from app.ui.history_panel import HistoryPanel
+from app.ui.history_panel import HistoryActions, HistoryPanel
 from app.ui.note_viewer import NoteViewer
 from app.ui.notes_panel import NotesPanel
 from app.ui.rendering import parse_href, render_markdown
@@ -72,6 +72,7 @@ class MainWindow(QMainWindow):
         self.status = StatusBar()
         self.setStatusBar(self.status)
         self.attachments = AttachmentActions(self, self.chat, self.session, self.status)
+        self.history = HistoryActions(self, self.history_panel, self.chat, self.session, self.status)
         self._build_menus()
         self._connect()
         self._restore_layout()
@@ -127,6 +128,7 @@ class MainWindow(QMainWindow):
         s.index_progress.connect(self.status.set_progress)
         s.index_finished.connect(self._on_index_finished)
         self.notes_panel.note_activated.connect(self.open_note)
+        self.notes_panel.listing_shown.connect(self._on_vault_shown)
         self.viewer.link_activated.connect(self.follow_link)
         self.viewer.selection_added.connect(lambda p, a, b: c.attach(ContextRef.selection(p, a, b)))
         self.viewer.add_selection_failed.connect(self.status.show_error)
@@ -138,10 +140,6 @@ class MainWindow(QMainWindow):
         c.turn_ended.connect(self._on_turn_ended)
         c.error.connect(self.status.show_error)
         c.runner.notice.connect(self.status.show_info)
-        self.history_panel.open_requested.connect(self.open_chat)
-        self.history_panel.rename_requested.connect(self._rename_chat)
-        self.history_panel.delete_requested.connect(self._delete_chat)
-        self.history_panel.query_changed.connect(lambda _q: self.refresh_history())
         self.status.configure_requested.connect(self.open_settings)
 
     # -- vault ----------------------------------------------------------------------------------------------
@@ -169,8 +167,6 @@ class MainWindow(QMainWindow):
     def _on_opened(self, workspace: Workspace) -> None:
         services = workspace.services
         self.chat.runner.attach_backend(services.chats)
-        if services.model not in ("fake", "fake/canned"):
-            run_in_background(_prewarm_model_bridge, owner=self)
         self.status.set_model(services.model, services.model_label)
         self.chat.set_search_available(services.chats.search_tool is not None)
         self.history_panel.set_available(workspace.has_history)
@@ -179,6 +175,14 @@ class MainWindow(QMainWindow):
         self.viewer.clear()
         self.chat.context_bar.set_active_note("")
         run_in_background(workspace.list_projects, self._on_projects, self._show_error, owner=self)
+
+    def _on_vault_shown(self) -> None:
+        # Background work starts once the vault is on screen, so it never competes with opening it.
+        services = self.session.services
+        if services is not None and not self.session.background_started:
+            if services.model not in ("fake", "fake/canned"):
+                run_in_background(_prewarm_model_bridge, owner=self)
+            self.session.start_background()
 
     def _on_open_failed(self, message: str) -> None:
         self.status.show_error(f"The vault could not be opened: {message}")
@@ -197,7 +201,7 @@ class MainWindow(QMainWindow):
         if self.viewer.path in delta.changed and self.viewer.path not in delta.removed:
             self.open_note(self.viewer.path)
         if any(p.startswith(self.config.chat_folder) for p in delta.changed):
-            self.refresh_history()
+            self.history.refresh()
         if any(p.startswith(self.config.projects_folder) for p in delta.changed):
             run_in_background(workspace.list_projects, self._on_projects_changed, self._show_error, owner=self)
 
@@ -217,7 +221,7 @@ class MainWindow(QMainWindow):
             self.chat.runner.switch_project(project)
         else:
             self.chat.runner.show_current()
-        self.refresh_history()
+        self.history.refresh()
 
     def _on_projects_changed(self, projects: list[Project]) -> None:
         current = self.chat.current_project().id
@@ -226,11 +230,12 @@ class MainWindow(QMainWindow):
     def _on_project_selected(self, project: Project) -> None:
         if self.vault is not None:
             self.state.set_last_project(self.vault, project.id)
-        self.refresh_history()
+        self.history.refresh()
 
     def _on_chat_changed(self, snapshot: ChatSnapshot) -> None:
         previous = self._current_chat
         self._current_chat = (snapshot.chat_id, snapshot.path)
+        self.history.current_path = snapshot.path
         renamed = previous[1] if previous[0] == snapshot.chat_id else ""
         self.session.note_saved(snapshot.path, renamed)  # the watcher skips the chat folder
 
@@ -238,46 +243,7 @@ class MainWindow(QMainWindow):
         self.status.set_usage(ended.usage)
         if ended.reply.error and not ended.reply.text:
             self.status.show_error(ended.reply.error)
-        self.refresh_history()
-
-    def refresh_history(self) -> None:
-        """Reload the current project's chat list."""
-        workspace = self.workspace
-        if workspace is None or not workspace.has_history:
-            return
-        project, query = self.chat.current_project(), self.history_panel.search.text().strip()
-        current = self._current_chat[1]
-        run_in_background(
-            lambda: workspace.list_chats(project, query),
-            lambda chats: self.history_panel.set_chats(chats, current),
-            self._show_error,
-            owner=self,
-        )
-
-    def open_chat(self, path: str) -> None:
-        """Open a chat from the history (its project becomes current)."""
-        workspace = self.workspace
-        if workspace is None:
-            return
-        projects = {p.id: p for p in self.chat.projects}
-        self.chat.runner.open_chat(lambda: workspace.load_chat(path), lambda chat: projects.get(chat.project_id))
-
-    def _rename_chat(self, path: str, topic: str) -> None:
-        if self.workspace is not None:
-            workspace = self.workspace
-            run_in_background(
-                lambda: workspace.rename_chat(path, topic),
-                lambda _p: self.refresh_history(),
-                self._show_error,
-                owner=self,
-            )
-
-    def _delete_chat(self, path: str) -> None:
-        if self.workspace is not None:
-            workspace = self.workspace
-            run_in_background(
-                lambda: workspace.delete_chat(path), lambda _r: self.refresh_history(), self._show_error, owner=self
-            )
+        self.history.refresh()
 
     # -- notes and links ------------------------------------------------------------------------------------
     def open_note(self, path: str, start: int = 0, end: int = 0) -> None:

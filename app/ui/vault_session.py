@@ -53,6 +53,7 @@ class VaultSession(QObject):
         self._stop_watch: Callable[[], None] | None = None
         self._index_task: Task | None = None
         self._generation = 0
+        self.background_started = False
         self.notes_changed.connect(self._on_notes_changed)
 
     @property
@@ -75,10 +76,9 @@ class VaultSession(QObject):
                 run_in_background(workspace.services.close)
                 return
             self.workspace = workspace
+            self.background_started = False
             self.opened.emit(workspace)
             self.refresh_listing()
-            self._start_watching(workspace)
-            self.start_indexing()
 
         run_in_background(build, ready, lambda exc: self.open_failed.emit(describe_error(exc)), owner=self)
 
@@ -94,6 +94,15 @@ class VaultSession(QObject):
                 self.listing_ready.emit(listing)
 
         run_in_background(workspace.list_notes, done, self._log_error, owner=self)
+
+    def start_background(self) -> None:
+        """Start watching and indexing, once the vault is on screen (so they never slow down its opening)."""
+        workspace = self.workspace
+        if workspace is None or self.background_started:
+            return
+        self.background_started = True
+        self._start_watching(workspace)
+        self.start_indexing()
 
     def _on_notes_changed(self, paths: list[str]) -> None:
         workspace, listing = self.workspace, self.listing

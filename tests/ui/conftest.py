@@ -63,7 +63,11 @@ def fake_factory(**kwargs: Any) -> Callable[[AppConfig, Path], Services]:
 
 
 def server_factory(server: TestServer, **kwargs: Any) -> Callable[[AppConfig, Path], Services]:
-    """Services whose model is litellm talking to the test server over HTTP."""
+    """Services whose model is litellm talking to the test server over HTTP.
+
+    Topics from the model are off unless asked (`model_topics=True`): that extra call would take a scripted reply.
+    """
+    kwargs.setdefault("model_topics", False)
 
     def build(config: AppConfig, vault: Path) -> Services:
         return build_services(config, vault, model="openai/test-model", api_base=server.openai_base_url, **kwargs)

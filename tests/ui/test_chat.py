@@ -31,9 +31,9 @@ def chat_files(vault: Path) -> list[Path]:
 def test_reply_streams_and_the_chat_is_saved_and_listed(
     qtbot: Any, vault: Path, model_server: ModelServer, open_window: Callable[..., MainWindow]
 ) -> None:
-    window = open_window(vault, server_factory(model_server))
+    window = open_window(vault, server_factory(model_server, model_topics=True))
     words = " ".join(f"word{i}" for i in range(40))
-    model_server.enqueue(Reply(f"The answer is in [[pricing]]. {words}", chunk_delay=0.02))
+    model_server.enqueue(Reply(f"The answer is in [[pricing]]. {words}", chunk_delay=0.02), Reply("Pricing notes"))
     window.open_note("Piano Lessons/pricing.md")
     qtbot.waitUntil(lambda: window.viewer.path == "Piano Lessons/pricing.md", timeout=5000)
     window.chat.input.setPlainText("What does the pricing note say?")
@@ -48,13 +48,15 @@ def test_reply_streams_and_the_chat_is_saved_and_listed(
     assert messages[1].text.endswith("word39")
     assert window.chat.input.toPlainText() == ""
     # The active note went with the message.
-    assert "Teachers set their own prices" in request_text(model_server)
+    assert "Teachers set their own prices" in request_text(model_server, 0)
     # The chat note is in the vault and in the history list.
     files = chat_files(vault)
     assert len(files) == 1
     assert "What does the pricing note say?" in files[0].read_text(encoding="utf-8")
     saved = files[0].relative_to(vault).as_posix()
+    assert saved.startswith("Sidenote/Chats/Pricing notes ")  # the topic came from the model, and named the file
     qtbot.waitUntil(lambda: [s.path for s in window.history_panel.summaries] == [saved], timeout=5000)
+    assert window.history_panel.summaries[0].topic == "Pricing notes"
     assert saved in window.notes_panel.paths  # shown in the tree's Chats section too
     assert "in" in window.status.usage_label.text()
 
