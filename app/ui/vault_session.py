@@ -144,10 +144,12 @@ class VaultSession(QObject):
                 self.notes_changed.emit(list(paths))
 
         def started(stop: Callable[[], None]) -> None:
-            if workspace is self.workspace:
-                self._stop_watch = stop
-            else:
+            if workspace is not self.workspace:
                 stop()
+                return
+            self._stop_watch = stop
+            # Notes created between the first scan and the watcher's start sent no event: compare once more.
+            self._on_notes_changed(["."])
 
         run_in_background(lambda: workspace.watch(emit), started, self._log_error, owner=self)
 
