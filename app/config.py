@@ -72,6 +72,7 @@ class AppConfig:
     embedding_model: str = ""
     chroma_url: str = ""
     ollama_num_ctx: int = 8192
+    model_topics: bool = True
     context_window: int = 0
     project_context_token_limit: int = 20000
     base_system_prompt: str = ""
@@ -111,10 +112,9 @@ class AppConfig:
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     raise ConfigError(f"Setting {name!r} must be a list of strings")
                 values[name] = tuple(value)
-            elif isinstance(default, bool) or not isinstance(value, type(default)):
-                if isinstance(default, float) and isinstance(value, int):
-                    values[name] = float(value)
-                    continue
+            elif isinstance(default, float) and isinstance(value, int | float) and not isinstance(value, bool):
+                values[name] = float(value)
+            elif type(value) is not type(default):  # bool is an int subclass: compare exact types
                 raise ConfigError(f"Setting {name!r} must be a {type(default).__name__}")
             else:
                 values[name] = value

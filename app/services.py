@@ -137,7 +137,7 @@ def build_services(
     strategy: str | None = None,
     with_store: bool = True,
     embedder: str | None = None,
-    model_topics: bool = True,
+    model_topics: bool | None = None,
 ) -> Services:
     """Wire index, resolver, backend, chat store, history, projects and the chat manager for one vault."""
     vault = Path(vault).expanduser().resolve()
@@ -208,7 +208,9 @@ def build_services(
         memory=config.memory,
         agent=agent,
         compactor=compactor,
-        titler=make_titler(backend, options) if model_topics else None,
+        titler=make_titler(backend, options)
+        if (config.model_topics if model_topics is None else model_topics)
+        else None,
     )
     return Services(
         config,
