@@ -180,8 +180,7 @@ class MainWindow(QMainWindow):
         # Background work starts once the vault is on screen, so it never competes with opening it.
         services = self.session.services
         if services is not None and not self.session.background_started:
-            if services.model not in ("fake", "fake/canned"):
-                run_in_background(_prewarm_model_bridge, owner=self)
+            run_in_background(_prewarm_model_bridge, owner=self)  # compaction reads litellm's model map, even for fake
             self.session.start_background()
 
     def _on_open_failed(self, message: str) -> None:
