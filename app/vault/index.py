@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,11 +88,12 @@ class VaultIndex:
         self._watcher: VaultWatcher | None = None
         self._old_collection = ""
         self._fillers: list[tuple[threading.Event, threading.Thread]] = []
+        self._search_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sidenote-search")
         stored = self.lexical.meta("model_id")
         if stored != embedder.model_id:
             if stored:
                 log.info("Embedding model changed (%s -> %s); vectors will be rebuilt", stored, embedder.model_id)
-                self._old_collection = collection_name(self.index_dir.name, stored)
+                self._old_collection = self.lexical.meta(f"collection:{stored}")
             self.lexical.forget_embeddings()
             self.lexical.set_meta("model_id", embedder.model_id)
 
@@ -230,7 +232,7 @@ class VaultIndex:
         """The vector store, opened (and reconciled with the SQLite record) on first use."""
         with self._vector_lock:
             if self._vectors is None:
-                name = collection_name(self.index_dir.name, self.embedder.model_id)
+                name = self._collection_name()
                 path = None if self._chroma_url else self.index_dir / CHROMA_DIR
                 store = ChromaVectorStore(self.embedder, path=path, url=self._chroma_url, name=name)
                 if self._old_collection:
@@ -243,6 +245,19 @@ class VaultIndex:
                     self.lexical.mark_embedded(ids)
                 self._vectors = store
             return self._vectors
+
+    def _collection_name(self) -> str:
+        """The Chroma collection of this index and model, fixed at creation (so a copied index keeps its vectors).
+
+        A local store belongs to one index folder; on a shared server the name carries the vault's folder key.
+        """
+        key = f"collection:{self.embedder.model_id}"
+        name = self.lexical.meta(key)
+        if not name:
+            owner = self.index_dir.name if self._chroma_url else "local"
+            name = collection_name(owner, self.embedder.model_id)
+            self.lexical.set_meta(key, name)
+        return name
 
     def vector_coverage(self) -> tuple[int, int]:
         """(chunks with vectors, chunks in total), counted by distinct content."""
@@ -329,10 +344,12 @@ class VaultIndex:
     ) -> list[SearchHit]:
         """Best chunks for the query: "hybrid" (RRF of BM25 and vectors), "lexical" or "vector"."""
         depth = max(limit * 4, 40)
-        lexical = [] if mode == "vector" else self.lexical.search(query, filters, depth)
-        vector: list[tuple[int, float]] = []
+        pending: Future[list[tuple[int, float]]] | None = None
         if mode != "lexical" and self.lexical.embedded_count() > 0:
-            vector = self._vector_search(query, filters, depth)
+            # The vector side (query embedding, Chroma) runs beside the FTS5 query; both release the GIL.
+            pending = self._search_pool.submit(self._vector_search, query, filters, depth)
+        lexical = [] if mode == "vector" else self.lexical.search(query, filters, depth)
+        vector = pending.result() if pending is not None else []
         if mode == "lexical":
             ranked = [(i, -s) for i, s in lexical]
         elif mode == "vector":
@@ -387,6 +404,7 @@ class VaultIndex:
             self._dirty.set()
             thread.join(timeout=60)  # a batch in flight finishes and is committed
         self._fillers.clear()
+        self._search_pool.shutdown(wait=True)
         if self._vectors is not None:
             self._vectors.close()
             self._vectors = None

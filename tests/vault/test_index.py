@@ -268,3 +268,21 @@ def test_fts_syntax_in_questions_is_plain_text(index: VaultIndex) -> None:
         index.search(query, mode="lexical")  # never an FTS5 syntax error
     assert fts_query('say "hi" AND bye*') == '"say" OR "hi" OR "bye"'
     assert paths(index.search("piano*", mode="lexical"))[0] == "Music/piano.md"
+
+
+def test_copied_index_keeps_its_vectors(vault: Path, tmp_path: Path) -> None:
+    import shutil
+
+    ix = VaultIndex.open(vault, tmp_path / "index", embedder=FakeEmbedder())
+    ix.build_lexical()
+    ix.fill_vectors()
+    ix.close()
+    shutil.copytree(tmp_path / "index", tmp_path / "elsewhere")
+    copy = VaultIndex.open(vault, tmp_path / "elsewhere", embedder=FakeEmbedder())
+    try:
+        copy.build_lexical()
+        copy.vectors()
+        assert copy.vector_coverage()[0] == copy.vector_coverage()[1]
+        assert copy.fill_vectors().embedded == 0
+    finally:
+        copy.close()
