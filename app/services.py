@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from app.vault.chat_store import VaultChatStore
 from app.vault.history import ChatHistory
 from app.vault.index import VaultIndex
 from app.vault.projects import VaultProjects
-from app.vault.resolver import ScannedCatalog, VaultContextResolver
+from app.vault.resolver import VaultContextResolver
 from app.vault.scanning import VaultFilter
 from app.vault.web import UrlFetcher
 
@@ -106,24 +106,6 @@ def open_vault_index(config: AppConfig, vault: Path, embedder: str | None = None
     )
 
 
-class IndexedCatalog:
-    """Note paths and tags from the index once it is built (no rescan per folder or tag), else from a scan."""
-
-    def __init__(self, index: VaultIndex, scanned: ScannedCatalog) -> None:
-        self.index = index
-        self.scanned = scanned
-
-    def note_paths(self) -> Sequence[str]:
-        """Every note path."""
-        return self.index.note_paths() or self.scanned.note_paths()
-
-    def paths_with_tag(self, tag: str) -> Sequence[str]:
-        """Notes carrying a tag (nested tags included)."""
-        if self.index.note_paths():
-            return self.index.paths_with_tag(tag)
-        return self.scanned.paths_with_tag(tag)
-
-
 class VaultSearchTool:
     """The Vault search mode's tool: search the index (scoped to the project when it has a scope) and render
     the self-contained `<localSearch>` block."""
@@ -166,7 +148,7 @@ def build_services(
         exclude=config.exclude,
         chat_folder=config.chat_folder,
         fetch_url=urls,
-        catalog=IndexedCatalog(index, ScannedCatalog(vault, VaultFilter(tuple(config.exclude), config.chat_folder))),
+        # Its own scan (cached briefly), not the index: the index may be half built while the window starts.
     )
     chosen_model = model if model is not None else config.model
     chosen_base = api_base if api_base is not None else config.api_base

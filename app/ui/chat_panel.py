@@ -90,9 +90,12 @@ class ChatPanel(QWidget):
         self.input.note_linked.connect(lambda path: self.attach(ContextRef.note(path)))
         self.input.url_pasted.connect(self._offer_url)
         self.view.link_activated.connect(self._on_link)
-        self.view.edit_requested.connect(lambda mid, text: self.runner.edit(mid, text, self.search_mode))
-        self.view.regenerate_requested.connect(lambda: self.runner.regenerate(self.search_mode))
-        self.view.retry_requested.connect(lambda: self.runner.regenerate(self.search_mode))
+        self.view.edit_requested.connect(
+            lambda mid, text: self.runner.edit(mid, text, self.search_mode, self.turn_mode)
+        )
+        self.view.regenerate_requested.connect(lambda: self.runner.regenerate(self.search_mode, self.turn_mode))
+        self.view.retry_requested.connect(lambda: self.runner.regenerate(self.search_mode, self.turn_mode))
+        self.runner.step.connect(self.view.show_step)
         self.runner.begun.connect(self._on_begun)
         self.runner.delta.connect(self.view.append_reply)
         self.runner.ended.connect(self._on_ended)
@@ -118,6 +121,9 @@ class ChatPanel(QWidget):
         self.chat_mode = self._mode_button("Chat", "Answer from the attached context", row)
         self.search_mode_button = self._mode_button(
             "Vault search", "Also search the whole vault each turn (adds a localSearch block)", row
+        )
+        self.agent_mode_button = self._mode_button(
+            "Agent", "The model searches, reads notes and lists folders itself; each step is shown", row
         )
         self.chat_mode.setChecked(True)
         row.addStretch(1)
@@ -182,9 +188,15 @@ class ChatPanel(QWidget):
         """True in Vault search mode."""
         return self.search_mode_button.isChecked()
 
+    @property
+    def turn_mode(self) -> str:
+        """The manager's mode for the next turn: "agent" or "chat"."""
+        return "agent" if self.agent_mode_button.isChecked() else "chat"
+
     def set_search_available(self, available: bool) -> None:
         """Vault search needs the index; without it the mode is off and says why."""
         self.search_mode_button.setEnabled(available)
+        self.agent_mode_button.setEnabled(available)
         if not available:
             self.chat_mode.setChecked(True)
             self.search_mode_button.setToolTip("Vault search is not available: the search index is not ready")
@@ -224,8 +236,8 @@ class ChatPanel(QWidget):
         self._hide_error()
         self._sent_text = text
         if self._is_retry_of_failed(text):
-            self.runner.regenerate(self.search_mode)
-        elif not self.runner.send(text, self.context_bar.refs(), self.search_mode):
+            self.runner.regenerate(self.search_mode, self.turn_mode)
+        elif not self.runner.send(text, self.context_bar.refs(), self.search_mode, self.turn_mode):
             self.error.emit("The chat is not ready yet.")
 
     def stop(self) -> None:

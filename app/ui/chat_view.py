@@ -72,6 +72,10 @@ class MessageWidget(QFrame):
             self.regenerate_button = self._action("Regenerate", "Ask again", self.regenerate_requested, header)
         layout.addLayout(header)
 
+        steps = [line for line in message.steps if not line.startswith("incomplete: ")]
+        if steps:
+            self._add_steps(layout, steps)
+
         self.body = WrappedLabel()
         self.body.setObjectName("messageBody")
         self.body.setTextFormat(Qt.TextFormat.RichText)
@@ -90,6 +94,27 @@ class MessageWidget(QFrame):
             layout.addWidget(attached)
         self.set_text(message.text)
         self._update_note()
+
+    def _add_steps(self, layout: QVBoxLayout, steps: list[str]) -> None:
+        """A collapsed list of the agent's steps (what it searched, read, listed), opened on click."""
+        toggle = QToolButton()
+        toggle.setObjectName("stepsToggle")
+        toggle.setCheckable(True)
+        toggle.setAutoRaise(True)
+        toggle.setText(f"▸ {len(steps)} step{'s' if len(steps) != 1 else ''}")
+        detail = WrappedLabel("\n".join(f"• {line}" for line in steps))
+        detail.setObjectName("stepsDetail")
+        detail.setTextFormat(Qt.TextFormat.PlainText)
+        detail.setVisible(False)
+
+        def flip(shown: bool) -> None:
+            detail.setVisible(shown)
+            toggle.setText(f"{'▾' if shown else '▸'} {len(steps)} step{'s' if len(steps) != 1 else ''}")
+
+        toggle.toggled.connect(flip)
+        layout.addWidget(toggle)
+        layout.addWidget(detail)
+        self.steps_toggle, self.steps_detail = toggle, detail
 
     def _action(self, label: str, tip: str, slot: object, row: QHBoxLayout) -> QToolButton:
         button = QToolButton()
@@ -256,6 +281,12 @@ class ChatView(QScrollArea):
         self.streaming.set_streaming(True)
         self._pending = ""
         self._stick_to_bottom = True
+
+    def show_step(self, line: str) -> None:
+        """Show the agent's latest step under the reply that is being written."""
+        if self.streaming is not None:
+            self.streaming.note.setText(f"{line} …")
+            self.streaming.note.setVisible(True)
 
     def append_reply(self, text: str) -> None:
         """Add streamed text (rendered on the next timer tick)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
+from app.core.agent import AgentStep
 from app.core.manager import TurnFinished, TurnStarted
 from app.core.messages import Sender
 from app.core.prompt import TextDelta, Usage
@@ -78,6 +79,7 @@ class TurnRunner(QObject):
     chat_shown = Signal(object)
     report_ready = Signal(object)
     notice = Signal(str)
+    step = Signal(str)  # an agent step ("searched for …", "read note …"), as the chat note records it
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -91,17 +93,17 @@ class TurnRunner(QObject):
         return self.task is not None
 
     # -- turns ----------------------------------------------------------------------------------------------
-    def send(self, text: str, refs: Sequence[ContextRef], search: bool = False) -> bool:
-        """Send a message; False when a turn is already running."""
-        return self._turn(lambda m, cancel: m.send(text, list(refs), search=search, cancel=cancel))
+    def send(self, text: str, refs: Sequence[ContextRef], search: bool = False, mode: str = "chat") -> bool:
+        """Send a message; False when a turn is already running. `mode` "agent" lets the model call tools."""
+        return self._turn(lambda m, cancel: m.send(text, list(refs), search=search, cancel=cancel, mode=mode))
 
-    def regenerate(self, search: bool = False) -> bool:
+    def regenerate(self, search: bool = False, mode: str = "chat") -> bool:
         """Drop the last reply and ask again."""
-        return self._turn(lambda m, cancel: m.regenerate(search=search, cancel=cancel))
+        return self._turn(lambda m, cancel: m.regenerate(search=search, cancel=cancel, mode=mode))
 
-    def edit(self, message_id: str, text: str, search: bool = False) -> bool:
+    def edit(self, message_id: str, text: str, search: bool = False, mode: str = "chat") -> bool:
         """Change a user message and ask again from there."""
-        return self._turn(lambda m, cancel: m.edit(message_id, text, search=search, cancel=cancel))
+        return self._turn(lambda m, cancel: m.edit(message_id, text, search=search, cancel=cancel, mode=mode))
 
     def stop(self) -> None:
         """Stop the running reply (what arrived so far is kept, marked incomplete)."""
@@ -150,6 +152,8 @@ class TurnRunner(QObject):
                     tools = [f.text for f in event.envelope.fragments if f.source.startswith("tool")]
                     model = manager.options(event.chat, manager.project).model
                     yield "begun", TurnBegun(ChatSnapshot.of(event.chat), parse_catalogs(tools), model)
+                elif isinstance(event, AgentStep):
+                    yield "step", event.record
                 elif isinstance(event, TurnFinished):
                     yield "ended", TurnEnded(ChatSnapshot.of(event.chat), event.assistant_message, event.usage)
 
@@ -165,6 +169,8 @@ class TurnRunner(QObject):
             self.delta.emit(payload)
         elif kind == "begun":
             self.begun.emit(payload)
+        elif kind == "step":
+            self.step.emit(payload)
         elif kind == "ended":
             self.last_usage = payload.usage
             self.ended.emit(payload)
