@@ -6,12 +6,15 @@ Ctrl+Shift+A) reports the selected line range: exact in the source view, located
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import QRect, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QColor, QContextMenuEvent, QPainter, QPaintEvent, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (
     QButtonGroup,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QSizePolicy,
     QStackedWidget,
@@ -133,17 +136,22 @@ class SourceView(QPlainTextEdit):
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         menu = self.createStandardContextMenu()
-        action = QAction("Add selection to chat", menu)
-        action.setShortcut("Ctrl+Shift+A")
-        action.setEnabled(self.textCursor().hasSelection())
-        action.triggered.connect(self.add_selection_requested)
-        first = menu.actions()[0] if menu.actions() else None
-        if first is None:
-            menu.addAction(action)
-        else:
-            menu.insertAction(first, action)
-            menu.insertSeparator(first)
-        menu.exec(event.globalPos())
+        _show_menu_with_add_selection(menu, self.textCursor().hasSelection(), self.add_selection_requested, event)
+
+
+def _show_menu_with_add_selection(menu: QMenu, has_selection: bool, signal: Any, event: QContextMenuEvent) -> None:
+    """Put "Add selection to chat" first in a view's standard context menu and show it."""
+    action = QAction("Add selection to chat", menu)
+    action.setShortcut("Ctrl+Shift+A")
+    action.setEnabled(has_selection)
+    action.triggered.connect(signal)
+    first = menu.actions()[0] if menu.actions() else None
+    if first is None:
+        menu.addAction(action)
+    else:
+        menu.insertAction(first, action)
+        menu.insertSeparator(first)
+    menu.exec(event.globalPos())
 
 
 class RenderedView(QTextBrowser):
@@ -165,17 +173,7 @@ class RenderedView(QTextBrowser):
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         menu = self.createStandardContextMenu(event.pos())
-        action = QAction("Add selection to chat", menu)
-        action.setShortcut("Ctrl+Shift+A")
-        action.setEnabled(self.textCursor().hasSelection())
-        action.triggered.connect(self.add_selection_requested)
-        first = menu.actions()[0] if menu.actions() else None
-        if first is None:
-            menu.addAction(action)
-        else:
-            menu.insertAction(first, action)
-            menu.insertSeparator(first)
-        menu.exec(event.globalPos())
+        _show_menu_with_add_selection(menu, self.textCursor().hasSelection(), self.add_selection_requested, event)
 
 
 class NoteViewer(QWidget):
