@@ -30,6 +30,7 @@ from app.ui.settings_dialog import SettingsDialog, SettingsResult, has_api_key, 
 from app.ui.status_bar import StatusBar
 from app.ui.tasks import describe_error, run_in_background
 from app.ui.turns import ChatSnapshot, TurnEnded
+from app.ui.url_approval import UrlApproval
 from app.ui.vault_session import ServicesFactory, VaultSession
 from app.ui.window_state import WindowState
 from app.ui.workspace import NoteDelta, NoteListing, NoteLocation, Workspace
@@ -50,6 +51,7 @@ class MainWindow(QMainWindow):
         self.vault: Path | None = None
         self.report_dialog: ReportDialog | None = None
         self.settings_dialog: SettingsDialog | None = None
+        self.url_approval = UrlApproval(self)
         self._pending_project = ""
         self._current_chat = ("", "")
 
@@ -167,6 +169,8 @@ class MainWindow(QMainWindow):
     def _on_opened(self, workspace: Workspace) -> None:
         services = workspace.services
         self.chat.runner.attach_backend(services.chats)
+        if services.chats.agent is not None:
+            services.chats.agent.policy.approver = self.url_approval
         self.status.set_model(services.model, services.model_label)
         self.chat.set_search_available(services.chats.search_tool is not None)
         self.history_panel.set_available(workspace.has_history)
