@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.config import AppConfig
 from app.ui.gc_pauses import without_gc_pauses
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ServicesFactory = Callable[[AppConfig, Path], "Services"]
+RESCAN_AFTER_WATCH_MS = (0, 1000, 4000)
 
 
 def default_factory(config: AppConfig, vault: Path) -> Services:
@@ -148,10 +149,16 @@ class VaultSession(QObject):
                 stop()
                 return
             self._stop_watch = stop
-            # Notes created between the first scan and the watcher's start sent no event: compare once more.
-            self._on_notes_changed(["."])
+            # Notes created between the first scan and the moment the watcher's watches are in place (watchdog
+            # adds them on its own thread, after start returns) sent no event: compare again meanwhile.
+            for delay in RESCAN_AFTER_WATCH_MS:
+                QTimer.singleShot(delay, lambda: self._rescan(workspace))
 
         run_in_background(lambda: workspace.watch(emit), started, self._log_error, owner=self)
+
+    def _rescan(self, workspace: Workspace) -> None:
+        if workspace is self.workspace:
+            self._on_notes_changed(["."])
 
     def start_indexing(self) -> None:
         """Bring the index up to date in the one-thread index pool, reporting progress."""

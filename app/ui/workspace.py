@@ -229,7 +229,11 @@ class Workspace:
             self._wake.set()  # new or changed notes need vectors
             on_change(paths)
 
-        index.start_watching(changed)
+        try:
+            index.start_watching(changed)
+        except Exception as exc:  # no inotify left, a network drive...: poll instead of going blind
+            log.warning("Watching the vault failed (%s); checking for changes every few seconds instead.", exc)
+            return self._poll(on_change)
         return index.stop_watching
 
     def _poll(self, on_change: Callable[[list[str]], None], interval: float = 2.0) -> Callable[[], None]:
