@@ -8,8 +8,10 @@ only when its own text or width changes, so one bubble growing costs one layout.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize
-from PySide6.QtGui import QResizeEvent
+import math
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QResizeEvent, QTextDocument
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
@@ -40,11 +42,28 @@ class WrappedLabel(QLabel):
         if event.size().width() != self._measured_width:
             self._measure(event.size().width())
 
+    def _text_height(self, width: int) -> int:
+        # A fresh document, not QLabel.heightForWidth: after the label was laid out at another width, the
+        # latter answered with the old width's height (measured: 152 px where 110 fit), leaving gaps in bubbles.
+        doc = QTextDocument()
+        doc.setDefaultFont(self.font())
+        doc.setDocumentMargin(0)
+        text = self.text()
+        rich = self.textFormat() == Qt.TextFormat.RichText or (
+            self.textFormat() == Qt.TextFormat.AutoText and text.lstrip().startswith("<")
+        )
+        if rich:
+            doc.setHtml(text)
+        else:
+            doc.setPlainText(text)
+        doc.setTextWidth(max(width - 2 * self.margin(), 1))
+        return math.ceil(doc.size().height()) + 2 * self.margin()
+
     def _measure(self, width: int) -> None:
         if width <= 0:
             width = 400  # before the first layout; corrected on the first resize
         else:
             self._measured_width = width
-        height = super().heightForWidth(width) if self.text() else 0
+        height = self._text_height(width) if self.text() else 0
         if height != self.minimumHeight() or height != self.maximumHeight():
             self.setFixedHeight(max(height, 0))
