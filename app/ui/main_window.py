@@ -175,7 +175,7 @@ class MainWindow(QMainWindow):
         self.chat.set_search_available(services.chats.search_tool is not None)
         self.history_panel.set_available(workspace.has_history)
         self.state.last_vault = str(self.vault)
-        self.status.show_info(f"Opened {self.vault.name}")
+        self.status.show_info(f"Opened {workspace.vault.name}")
         self.viewer.clear()
         self.chat.context_bar.set_active_note("")
         run_in_background(workspace.list_projects, self._on_projects, self._show_error, owner=self)
