@@ -25,8 +25,10 @@ DEMO_SOURCE = Path(__file__).resolve().parents[2] / "resources" / "demo-vault"
 
 
 def demo_vault_source() -> Path:
-    """The bundled demo vault (read-only)."""
-    return DEMO_SOURCE
+    """The bundled demo vault (read-only): the repo's copy, else the one a wheel installs under share/."""
+    if DEMO_SOURCE.is_dir():
+        return DEMO_SOURCE
+    return Path(sys.prefix) / "share" / "sidenote" / "demo-vault"
 
 
 def prepare_demo_vault(dirs: AppDirs | None = None, source: Path | None = None) -> Path:
