@@ -77,15 +77,23 @@ def build_backend(model: str) -> ChatBackend:
     return LiteLLMBackend()
 
 
+KEYRING_SERVICE = "sidenote"  # keyring entries: (KEYRING_SERVICE, provider) -> API key
+
+
+def model_provider(model: str) -> str:
+    """The litellm provider prefix of a model string ("" when none); it names the model's keyring entry."""
+    return model.split("/", 1)[0] if "/" in model else ""
+
+
 def api_key_for(model: str) -> str:
     """The API key from keyring for the model's provider, if one is stored (environment variables win in litellm)."""
-    provider = model.split("/", 1)[0] if "/" in model else ""
-    if not provider or os.environ.get(f"{provider.upper()}_API_KEY"):
+    provider = model_provider(model)
+    if not provider or _env_key(provider):
         return ""
     try:
         import keyring
 
-        return keyring.get_password("sidenote", provider) or ""
+        return keyring.get_password(KEYRING_SERVICE, provider) or ""
     except Exception as exc:  # no keyring backend on this machine: environment variables still work
         log.debug("keyring unavailable: %s", exc)
         return ""
@@ -160,7 +168,8 @@ def build_services(
         chosen_model, chosen_base, label = choice.model, choice.api_base or chosen_base, choice.label
     backend = backend or build_backend(chosen_model)
     # Local and self-hosted servers need no key, but litellm's OpenAI client refuses to send without one.
-    key = api_key_for(chosen_model) or ("sidenote-no-key" if chosen_base and not _env_key(chosen_model) else "")
+    no_env_key = not _env_key(model_provider(chosen_model) or "openai")
+    key = api_key_for(chosen_model) or ("sidenote-no-key" if chosen_base and no_env_key else "")
     store = VaultChatStore(vault, config.chat_folder) if with_store else None
     history = (
         ChatHistory(vault, config.chat_folder, copilot_folders=(config.copilot_folder,), store=store)
@@ -258,6 +267,5 @@ def make_titler(backend: ChatBackend, options: Callable[[Chat, Project], ModelOp
     return title
 
 
-def _env_key(model: str) -> str:
-    provider = model.split("/", 1)[0] if "/" in model else "openai"
+def _env_key(provider: str) -> str:
     return os.environ.get(f"{provider.upper()}_API_KEY", "")

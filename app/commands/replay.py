@@ -82,13 +82,10 @@ def run(args: argparse.Namespace) -> int:
             turns = number
             usage = outcome.usage
             bound.add_turn(outcome.envelope, outcome.reply.text, count_tokens)
+            counts = usage.to_dict()
             row = {
                 "turn": number,
-                **{
-                    k: v
-                    for k, v in usage.to_dict().items()
-                    if k in ("input", "cached", "written", "output", "uncached")
-                },
+                **{key: counts[key] for key in totals},
                 "ttft": round(outcome.first_token_seconds, 4) if outcome.first_token_seconds is not None else None,
                 "seconds": round(outcome.seconds, 4),
                 "layer_hashes": {k.value: v[:16] for k, v in outcome.envelope.layer_hashes.items()},
@@ -96,7 +93,6 @@ def run(args: argparse.Namespace) -> int:
                 "error": outcome.reply.error or None,
                 "incomplete": outcome.reply.incomplete,
             }
-            counts = usage.to_dict()
             for key in totals:
                 value = counts[key]
                 totals[key] += int(value) if isinstance(value, int | float) else 0

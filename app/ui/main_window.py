@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QTabWidget
 from app.config import AppConfig
 from app.core.chat import DEFAULT_PROJECT, Project
 from app.core.items import ContextRef
+from app.services import model_provider
 from app.ui import tasks
 from app.ui.attachments import AttachmentActions
 from app.ui.chat_panel import ChatPanel
@@ -26,7 +27,7 @@ from app.ui.note_viewer import NoteViewer
 from app.ui.notes_panel import NotesPanel
 from app.ui.rendering import parse_href, render_markdown
 from app.ui.report_dialog import ReportDialog
-from app.ui.settings_dialog import SettingsDialog, SettingsResult, has_api_key, provider_of, save_settings
+from app.ui.settings_dialog import SettingsDialog, SettingsResult, has_api_key, save_settings
 from app.ui.status_bar import StatusBar
 from app.ui.tasks import describe_error, run_in_background
 from app.ui.turns import ChatSnapshot, TurnEnded
@@ -299,7 +300,7 @@ class MainWindow(QMainWindow):
 
     def open_settings(self) -> None:
         """Edit preferences; saving rebuilds the services with the new settings."""
-        provider = provider_of(self.config.model)
+        provider = model_provider(self.config.model)
         run_in_background(
             lambda: has_api_key(provider), self._show_settings, lambda _e: self._show_settings(False), owner=self
         )

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.config import STRATEGIES, AppConfig
+from app.services import KEYRING_SERVICE, model_provider
 
 
 @dataclass(frozen=True)
@@ -47,11 +48,6 @@ PRESETS = (
     ModelPreset("Offline basic model", "", ""),
 )
 EMBEDDING_BACKENDS = ("local", "litellm")  # app.vault.embedding.make_embedder also knows "fake" (tests)
-
-
-def provider_of(model: str) -> str:
-    """The litellm provider prefix of a model string ("" when none)."""
-    return model.split("/", 1)[0] if "/" in model else ""
 
 
 @dataclass(frozen=True)
@@ -156,7 +152,7 @@ class SettingsDialog(QDialog):
         self._update_key_hint()
 
     def _update_key_hint(self) -> None:
-        provider = provider_of(self.model.text().strip())
+        provider = model_provider(self.model.text().strip())
         env = f"{provider.upper()}_API_KEY" if provider else ""
         if env and os.environ.get(env):
             self.key_hint.setText(f"Using {env} from the environment (it wins over a stored key).")
@@ -181,7 +177,7 @@ class SettingsDialog(QDialog):
             exclude=exclude,
             ollama_num_ctx=self.num_ctx.value(),
         )
-        return SettingsResult(config, self.api_key.text().strip(), provider_of(config.model))
+        return SettingsResult(config, self.api_key.text().strip(), model_provider(config.model))
 
 
 def save_settings(result: SettingsResult) -> None:
@@ -190,7 +186,7 @@ def save_settings(result: SettingsResult) -> None:
     if result.api_key and result.provider:
         import keyring
 
-        keyring.set_password("sidenote", result.provider, result.api_key)
+        keyring.set_password(KEYRING_SERVICE, result.provider, result.api_key)
 
 
 def has_api_key(provider: str) -> bool:
@@ -200,6 +196,6 @@ def has_api_key(provider: str) -> bool:
     try:
         import keyring
 
-        return bool(keyring.get_password("sidenote", provider))
+        return bool(keyring.get_password(KEYRING_SERVICE, provider))
     except Exception:  # no keyring backend: nothing is stored
         return False
