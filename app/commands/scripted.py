@@ -122,14 +122,13 @@ class ScriptedSession:
         """Apply a turn's note edit to the private copy (atomic write)."""
         if turn.edit is None:
             return
+        from app.vault.chat_store import atomic_write
         from app.vault.scanning import safe_note_path
 
         path = safe_note_path(self.vault_copy, turn.edit.path)
         old = path.read_text(encoding="utf-8") if path.exists() else ""
         new = turn.edit.replace if turn.edit.replace is not None else old + turn.edit.append
-        tmp = path.with_name(f".{path.name}.sidenote-tmp")
-        tmp.write_text(new, encoding="utf-8")
-        tmp.replace(path)
+        atomic_write(path, new.encode("utf-8"))
         if any(t.search for t in self.script.turns):
             self.services.index.build_lexical()  # incremental: only the edited note is re-read and re-chunked
 
