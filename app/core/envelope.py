@@ -3,7 +3,9 @@
 Layers, most stable first: L1 system & project → L2 context library → L3 this turn's attachments (and tool
 output, ephemeral) → L4 chat history → L5 the user's text. Invariants, for every strategy but `legacy`:
 - every attached item is present exactly once in full, or as a reference to a full copy earlier in the same request;
-- a note whose content changed since it was last sent is sent again in full, marked updated (never stale-only);
+- a note whose content changed since it was last sent is sent again, never stale-only: in full, marked updated
+  (`library` holds it in L2), or under `append-only` as an update block of changes from its full copy in the
+  history when that is much smaller (app.core.revisions), so the prefix stays cached and the copy is not repeated;
 - L2 grows monotonically in first-appearance order and is never filtered by the current turn;
 - the same inputs give byte-identical fragments and hashes (no clock, nothing per-turn in L1).
 """
@@ -17,6 +19,10 @@ from enum import StrEnum
 from app.core.fragments import Fragment, Layer, Retention, Stability, combined_hash
 from app.core.items import ContextItem, RefKind
 from app.core.prompt import BLOCK_SEPARATOR
+from app.core.revisions import block_content
+
+# An update block replaces a second full copy unless it is larger than the full block (a rewrite).
+UPDATE_MAX_SHARE = 1.0
 
 
 class Strategy(StrEnum):
@@ -46,7 +52,7 @@ TOOLS_HEADER = "# Additional context:"
 _REF_LEAD = "Context attached to this message:"
 _REF_TAIL = {
     Strategy.LIBRARY: "Find them in the Context Library above.",
-    Strategy.APPEND_ONLY: "Find them earlier in this conversation; the latest version of each is the current one.",
+    Strategy.APPEND_ONLY: "Find them earlier in this conversation, with any later update.",
     Strategy.LEGACY: "Find them earlier in this conversation.",
 }
 
@@ -205,6 +211,7 @@ class PromptContextEngine:
         refs: list[str] = []
         attached = unique_items(request.attachments)
         attached_ids = {item.identity for item in attached}
+        bases = self._full_copies(request) if strategy is Strategy.APPEND_ONLY else {}
         for item in attached:
             previous = sent.get(item.identity)
             if strategy is Strategy.LEGACY:
@@ -213,18 +220,42 @@ class PromptContextEngine:
                 refs.append(reference_line(item))  # L2 holds its current version
             elif previous == item.content_hash:
                 refs.append(reference_line(item))
+            elif previous is None:
+                full.append(self._item_fragment(item, Layer.L3_TURN))
             else:
-                full.append(self._item_fragment(item, Layer.L3_TURN, updated=previous is not None))
+                full.append(self._changed_fragment(item, bases.get(item.identity)))
         if strategy is not Strategy.LIBRARY:
             # Freshness: an earlier item changed since it was sent goes out again even when not attached now.
             for item in library:
                 previous = sent.get(item.identity)
                 if item.identity not in attached_ids and previous is not None and previous != item.content_hash:
-                    full.append(self._item_fragment(item, Layer.L3_TURN, updated=True))
+                    full.append(self._changed_fragment(item, bases.get(item.identity)))
         if refs:
             text = "\n".join([_REF_LEAD, *refs, _REF_TAIL[strategy]])
             full.append(Fragment("turn:refs", Layer.L3_TURN, text))
         return full
+
+    @staticmethod
+    def _full_copies(request: EnvelopeRequest) -> dict[str, str]:
+        """identity → the content of its latest full copy in the history (as the model read it)."""
+        out: dict[str, str] = {}
+        for message in request.history:
+            for fragment in message.sent:
+                if fragment.item_hash and fragment.source.startswith("turn:") and fragment.kept:
+                    content = block_content(fragment.text)
+                    if content is not None:
+                        out[fragment.source.split(":", 1)[1]] = content
+        return out
+
+    def _changed_fragment(self, item: ContextItem, base: str | None) -> Fragment:
+        """A changed item: its changes from the full copy in the history when much smaller, else in full."""
+        full = self._item_fragment(item, Layer.L3_TURN, updated=True)
+        if base is None or item.error:
+            return full
+        update = item.render_update(base)
+        if len(update) > UPDATE_MAX_SHARE * len(full.text):
+            return full
+        return Fragment(f"update:{item.identity}", Layer.L3_TURN, update, item_hash=item.content_hash)
 
     @staticmethod
     def _item_fragment(

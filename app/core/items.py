@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.core.blocks import escape_content, render_block
+from app.core.revisions import line_changes
 
 
 class RefKind(StrEnum):
@@ -72,6 +73,9 @@ class ContextRef:
         """A web page."""
         return cls(RefKind.URL, url)
 
+
+UPDATE_LEAD = "Changes since its full copy above (they include any earlier update):"
+UPDATE_UNCHANGED = "Back to the text of its full copy above: earlier updates no longer apply."
 
 # Tag names per item kind (shared/spec/context-blocks.md).
 _TAGS = {
@@ -135,6 +139,37 @@ class ContextItem:
         else:
             fields += [("ctime", self.ctime), ("mtime", self.mtime)]
         return render_block(tag, fields, content=content, attrs=attrs)
+
+    @property
+    def content_view(self) -> str:
+        """The content as it stands inside the block: escaped, without the final newline."""
+        content = self.content if self.content_escaped else escape_content(self.content)
+        return content.removesuffix("\n")
+
+    def render_update(self, base: str) -> str:
+        """This item's changes since its full copy `base` (as in that block), as an update block."""
+        tag = _TAGS.get(self.kind, "note_context") + "_update"
+        if self.kind is RefKind.URL:
+            fields = [("url", self.url or self.identity)]
+        else:
+            fields = [("path", self.path)]
+            if self.kind is RefKind.SELECTION:
+                fields += [("start_line", str(self.start_line)), ("end_line", str(self.end_line))]
+            else:
+                fields.append(("mtime", self.mtime))
+        current = self.content_view
+        if current == base:
+            child, body = "", UPDATE_UNCHANGED
+        elif current.startswith(base):
+            # Most note edits add to the end (journals, logs): the added text is clearer than a diff.
+            child, body = "appended", current[len(base) :].lstrip("\n")
+        else:
+            child, body = "diff", line_changes(base, current)
+        lines = [render_block(tag, fields).removesuffix(f"\n</{tag}>"), UPDATE_LEAD if child else body]
+        if child:
+            lines += [f"<{child}>", body, f"</{child}>"]
+        lines.append(f"</{tag}>")
+        return "\n".join(lines)
 
     @classmethod
     def failed(cls, ref: ContextRef, error: str, *, title: str = "") -> ContextItem:

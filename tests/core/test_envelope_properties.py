@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from app.core.envelope import Envelope, PromptContextEngine, Strategy
 from app.core.fragments import Layer
 from app.core.items import ContextItem, ContextRef
 from app.core.manager import ChatManager, TurnStarted
+from app.core.revisions import apply_changes, block_content
 from app.core.script import Script
 from tests.core.fakes import MemoryResolver, ScriptedBackend, options
 
@@ -33,10 +35,48 @@ def check_invariants(manager: ChatManager, start: TurnStarted, resolver: MemoryR
         for item in resolver.resolve(ref):
             items.setdefault(item.identity, item)
     for item in items.values():
-        full = text.count(item.render()) + text.count(item.render(updated=True))
-        assert full == 1, f"{item.identity} appears {full} times in full"
+        copies = item_blocks(text, item)
+        full = [body for kind, body in copies if kind == "full"]
+        assert full, f"{item.identity} has no full copy"
+        last_full = max(i for i, (kind, _) in enumerate(copies) if kind == "full")
+        updates = [body for kind, body in copies[last_full + 1 :] if kind != "full"]
+        if len(full) > 1:  # a rewrite larger than its diff is sent in full again, marked updated
+            assert item.render(updated=True) in text, f"{item.identity} is in full twice, the last one stale"
+            assert not updates
+        assert sees_current(full[-1], updates, item.content_view), f"{item.identity}: the model sees a stale text"
     rebuilt = manager.engine  # determinism: the same inputs give identical output
     assert isinstance(rebuilt, PromptContextEngine)
+
+
+def item_blocks(text: str, item: ContextItem) -> list[tuple[str, str]]:
+    """The item's blocks in the request, in order: ("full", content) or ("update", update body)."""
+    tag = re.escape(item.render().split(">", 1)[0][1:].split(" ", 1)[0])
+    out = []
+    for match in re.finditer(rf"<({tag}(?:_update)?)(?: [^>]*)?>\n(.*?)\n</\1>", text, re.S):
+        body = match.group(2)
+        if f"<path>{item.path}</path>" not in body.split("\n", 3)[:3]:
+            continue
+        if item.start_line and f"<start_line>{item.start_line}</start_line>" not in body:
+            continue
+        if match.group(1).endswith("_update"):
+            out.append(("update", body))
+        else:
+            out.append(("full", block_content(match.group(0) + "\n") or ""))
+    return out
+
+
+def sees_current(full: str, updates: list[str], current: str) -> bool:
+    """Whether the item's full copy with its latest update applied is its current text."""
+    if not updates:
+        return full == current
+    body = updates[-1]
+    if "\n<diff>\n" in body:
+        return apply_changes(full, body.split("\n<diff>\n", 1)[1].removesuffix("\n</diff>")) == current
+    if "\n<appended>\n" in body:
+        appended = body.split("\n<appended>\n", 1)[1].removesuffix("\n</appended>")
+        # Blank lines between the old end and the added text are not shown.
+        return current.startswith(full) and current[len(full) :].lstrip("\n") == appended
+    return full == current
 
 
 turn_strategy = st.lists(
@@ -44,6 +84,7 @@ turn_strategy = st.lists(
         st.lists(st.sampled_from(PATHS), max_size=3),  # attach
         st.lists(st.sampled_from(PATHS), max_size=1),  # edit before the turn
         st.booleans(),  # also attach a selection
+        st.booleans(),  # edit by appending (else by changing a line inside the note)
     ),
     min_size=1,
     max_size=6,
@@ -52,13 +93,18 @@ turn_strategy = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(turns=turn_strategy, strategy=st.sampled_from([Strategy.APPEND_ONLY, Strategy.LIBRARY]))
-def test_random_sequences_keep_invariants(turns: list[tuple[list[str], list[str], bool]], strategy: Strategy) -> None:
+def test_random_sequences_keep_invariants(
+    turns: list[tuple[list[str], list[str], bool, bool]], strategy: Strategy
+) -> None:
     resolver = MemoryResolver({p: f"# {p}\nline a\nline b\nline c\n" for p in PATHS})
     manager = ChatManager(resolver=resolver, backend=ScriptedBackend(), options=options, strategy=strategy)
     previous: Envelope | None = None
-    for number, (attach, edits, select) in enumerate(turns):
+    for number, (attach, edits, select, append) in enumerate(turns):
         for path in edits:
-            resolver.notes[path] += f"edit {number}\n"
+            if append:
+                resolver.notes[path] += f"edit {number}\n"
+            else:
+                resolver.notes[path] = resolver.notes[path].replace("line b", f"line b{number}", 1)
         refs = [ContextRef.note(p) for p in attach]
         if select:
             refs.append(ContextRef.selection(PATHS[0], 2, 3))
@@ -95,6 +141,9 @@ def test_reference_conversation_invariants(reference_vault: Path, tmp_path: Path
             check_invariants(manager, start, resolver)
             l1_hashes.add(start.envelope.layer_hashes[Layer.L1_SYSTEM])
             if turn.edit and strategy is Strategy.APPEND_ONLY:
-                edited = f"turn:{turn.edit.path}"
-                assert any(f.source == edited and 'status="updated"' in f.text for f in start.envelope.fragments)
+                # The edit reaches the model as the appended text, without a second full copy of the note.
+                edited = f"update:{turn.edit.path}"
+                update = next(f for f in start.envelope.fragments if f.source == edited)
+                assert turn.edit.append.strip() in update.text
+                assert "<appended>" in update.text
         assert len(l1_hashes) == 1
