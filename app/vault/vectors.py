@@ -3,7 +3,8 @@
 Records are keyed by chunk hash (content-addressed): a chunk that moves or is duplicated is embedded once. The
 collection carries a registered embedding function ("sidenote") whose config names the embedder, so any process
 that opens the collection rebuilds the same offline function instead of chromadb's downloading default. Writes
-are serialised by a lock (one writer at a time, as the house style's one-thread pool). chromadb is imported lazily.
+are serialised by a lock (one writer at a time, as the house style's one-thread pool). chromadb is imported lazily;
+the app runs this class in a vector process (vector_process.py), because chromadb's calls hold the GIL for long.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import urllib.parse
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from app.vault.embedding import Embedder, FakeEmbedder, make_embedder
 
@@ -84,6 +85,42 @@ def collection_name(vault_key: str, model_id: str) -> str:
     raw = f"sidenote-{vault_key}-{model_id}"
     clean = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("-._")[:200]
     return clean if len(clean) >= 3 else "sidenote-index"
+
+
+class VectorStore(Protocol):
+    """The vector side of the index: ChromaVectorStore here, or ProcessVectorStore in a vector process."""
+
+    def count(self) -> int:
+        """Vectors stored."""
+        ...
+
+    def ids(self) -> set[str]:
+        """Every stored id."""
+        ...
+
+    def upsert(self, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        """Store vectors under chunk hashes."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove vectors."""
+        ...
+
+    def query(self, vector: Sequence[float], n: int, ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """Nearest (id, cosine distance) pairs, best first."""
+        ...
+
+    def reset(self) -> None:
+        """Delete every vector."""
+        ...
+
+    def drop_collection(self, name: str) -> None:
+        """Delete another collection."""
+        ...
+
+    def close(self) -> None:
+        """Release the store."""
+        ...
 
 
 class ChromaVectorStore:
@@ -154,8 +191,11 @@ class ChromaVectorStore:
         """Store vectors under chunk hashes."""
         if not ids:
             return
+        import numpy as np
+
+        matrix = np.asarray(vectors, dtype=np.float32)  # chromadb converts lists to this anyway
         with self._lock:
-            self._collection.upsert(ids=list(ids), embeddings=[list(v) for v in vectors])
+            self._collection.upsert(ids=list(ids), embeddings=matrix)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove vectors."""
@@ -167,11 +207,14 @@ class ChromaVectorStore:
 
     def query(self, vector: Sequence[float], n: int, ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Nearest (id, cosine distance) pairs, best first; `ids` restricts the candidates."""
+        import numpy as np
+
         with self._lock:
             total = int(self._collection.count())
             if total == 0 or n <= 0:
                 return []
-            kwargs: dict[str, Any] = {"query_embeddings": [list(vector)], "n_results": min(n, total)}
+            embedding = np.asarray([vector], dtype=np.float32)
+            kwargs: dict[str, Any] = {"query_embeddings": embedding, "n_results": min(n, total)}
             if ids is not None:
                 if not ids:
                     return []
