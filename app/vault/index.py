@@ -4,8 +4,9 @@ Invariants: the index lives in `index_dir` (never in the vault); a restart re-re
 mtime changed and re-embeds nothing that is unchanged (vectors are keyed by chunk content hash); the lexical index
 is built first and is searchable at once, vectors are filled afterwards (newest notes first), in committed
 batches, and search fuses whatever part of the vectors is ready (`vector_coverage`). A different embedding model id
-than the stored one drops the vectors (a new collection) and refills them. chromadb is only imported once vectors
-are needed, so opening and searching a lexical-only index stays fast.
+than the stored one drops the vectors (a new collection) and refills them. Texts are embedded here; chromadb runs
+in a vector process (ProcessVectorStore: its calls hold the GIL for tens of ms, which stalled the GUI thread), or
+here with `vectors_in_process=True`. Either is started only once vectors are needed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from app.vault.lexical import ChunkRow, LexicalStore
 from app.vault.note import Note
 from app.vault.parsing import NoteReadError, parse_note, read_note_text
 from app.vault.scanning import NoteFile, VaultFilter, safe_note_path, scan_vault
-from app.vault.vectors import ChromaVectorStore, collection_name
+from app.vault.vector_process import ProcessVectorStore
+from app.vault.vectors import ChromaVectorStore, VectorStore, collection_name
 from app.vault.watcher import VaultChange, VaultWatcher
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,7 @@ class VaultIndex:
         vault_filter: VaultFilter,
         embedder: Embedder,
         chroma_url: str = "",
+        vectors_in_process: bool = False,
     ) -> None:
         self.root = Path(root)
         self.index_dir = Path(index_dir)
@@ -79,11 +82,12 @@ class VaultIndex:
         self.filter = vault_filter
         self.embedder = embedder
         self._chroma_url = chroma_url
+        self._vectors_in_process = vectors_in_process
         self.index_dir.mkdir(parents=True, exist_ok=True)
         self.lexical = LexicalStore(self.index_dir / DB_NAME)
         self._write_lock = threading.RLock()
         self._vector_lock = threading.Lock()
-        self._vectors: ChromaVectorStore | None = None
+        self._vectors: VectorStore | None = None
         self._dirty = threading.Event()
         self._watcher: VaultWatcher | None = None
         self._old_collection = ""
@@ -109,6 +113,7 @@ class VaultIndex:
         embedding_model: str = "",
         api_base: str = "",
         chroma_url: str = "",
+        vectors_in_process: bool = False,
     ) -> VaultIndex:
         """Open (or create) the index of a vault; nothing is scanned until `build_lexical`."""
         chosen = make_embedder(embedder, embedding_model, api_base) if isinstance(embedder, str) else embedder
@@ -118,6 +123,7 @@ class VaultIndex:
             vault_filter=VaultFilter(tuple(exclude), chat_folder),
             embedder=chosen,
             chroma_url=chroma_url,
+            vectors_in_process=vectors_in_process,
         )
 
     # -- notes ---------------------------------------------------------------------------------------------------
@@ -228,21 +234,26 @@ class VaultIndex:
 
     # -- vectors -------------------------------------------------------------------------------------------------
 
-    def vectors(self) -> ChromaVectorStore:
+    def vectors(self) -> VectorStore:
         """The vector store, opened (and reconciled with the SQLite record) on first use."""
         with self._vector_lock:
             if self._vectors is None:
                 name = self._collection_name()
                 path = None if self._chroma_url else self.index_dir / CHROMA_DIR
-                store = ChromaVectorStore(self.embedder, path=path, url=self._chroma_url, name=name)
-                if self._old_collection:
-                    store.drop_collection(self._old_collection)
-                    self._old_collection = ""
-                if store.count() != self.lexical.embedded_count():
-                    # A crash between a vector write and its SQLite record, or a wiped store: trust the store.
-                    ids = store.ids()
-                    self.lexical.forget_embeddings()
-                    self.lexical.mark_embedded(ids)
+                kind = ChromaVectorStore if self._vectors_in_process else ProcessVectorStore
+                store: VectorStore = kind(self.embedder, path=path, url=self._chroma_url, name=name)
+                try:
+                    if self._old_collection:
+                        store.drop_collection(self._old_collection)
+                        self._old_collection = ""
+                    if store.count() != self.lexical.embedded_count():
+                        # A crash between a vector write and its SQLite record, or a wiped store: trust the store.
+                        ids = store.ids()
+                        self.lexical.forget_embeddings()
+                        self.lexical.mark_embedded(ids)
+                except BaseException:
+                    store.close()  # a vector process must not outlive a failed open
+                    raise
                 self._vectors = store
             return self._vectors
 
