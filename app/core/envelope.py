@@ -212,6 +212,9 @@ class PromptContextEngine:
         attached = unique_items(request.attachments)
         attached_ids = {item.identity for item in attached}
         bases = self._full_copies(request) if strategy is Strategy.APPEND_ONLY else {}
+        if strategy is Strategy.APPEND_ONLY:
+            # Only what the history still holds in full counts as sent (a compacted-away copy does not).
+            sent = {identity: digest for identity, digest in sent.items() if identity in bases}
         for item in attached:
             previous = sent.get(item.identity)
             if strategy is Strategy.LEGACY:
@@ -236,15 +239,13 @@ class PromptContextEngine:
         return full
 
     @staticmethod
-    def _full_copies(request: EnvelopeRequest) -> dict[str, str]:
-        """identity → the content of its latest full copy in the history (as the model read it)."""
-        out: dict[str, str] = {}
+    def _full_copies(request: EnvelopeRequest) -> dict[str, str | None]:
+        """identity → the content of its latest full copy in the history, as the model read it (None: an error)."""
+        out: dict[str, str | None] = {}
         for message in request.history:
             for fragment in message.sent:
                 if fragment.item_hash and fragment.source.startswith("turn:") and fragment.kept:
-                    content = block_content(fragment.text)
-                    if content is not None:
-                        out[fragment.source.split(":", 1)[1]] = content
+                    out[fragment.source.split(":", 1)[1]] = block_content(fragment.text)
         return out
 
     def _changed_fragment(self, item: ContextItem, base: str | None) -> Fragment:

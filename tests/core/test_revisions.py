@@ -56,3 +56,33 @@ def test_an_edit_inside_is_shown_as_a_diff_and_forged_tags_stay_escaped() -> Non
 def test_back_to_the_full_copy_says_so() -> None:
     base = note("# T\n")
     assert "earlier updates no longer apply" in note("# T\n").render_update(base.content_view)
+
+
+def test_an_item_whose_full_copy_left_the_history_is_sent_in_full_again() -> None:
+    from app.core.envelope import EnvelopeRequest, HistoryMessage, PromptContextEngine
+    from app.core.fragments import Fragment, Layer
+
+    engine = PromptContextEngine()
+    old, new = note("# T\nbody\n"), note("# T\nbody\nmore\n")
+    update = Fragment("update:n.md", Layer.L3_TURN, new.render_update(old.content_view), item_hash=new.content_hash)
+    # What compaction leaves: the turn that carried the update, not the one with the full copy.
+    history = (HistoryMessage("user", "q", (update,)), HistoryMessage("assistant", "a"))
+    envelope = engine.build(
+        EnvelopeRequest("again", history=history, attachments=(new,), sent_hashes={"n.md": new.content_hash})
+    )
+    assert new.render() in "\n".join(f.text for f in envelope.turn_fragments)
+
+
+def test_an_unchanged_item_whose_full_copy_is_in_the_history_is_a_reference() -> None:
+    from app.core.envelope import EnvelopeRequest, HistoryMessage, PromptContextEngine
+    from app.core.fragments import Fragment, Layer
+
+    item = note("# T\nbody\n")
+    sent = Fragment("turn:n.md", Layer.L3_TURN, item.render(), item_hash=item.content_hash)
+    history = (HistoryMessage("user", "q", (sent,)), HistoryMessage("assistant", "a"))
+    envelope = PromptContextEngine().build(
+        EnvelopeRequest("again", history=history, attachments=(item,), sent_hashes={"n.md": item.content_hash})
+    )
+    turn = "\n".join(f.text for f in envelope.turn_fragments)
+    assert "- n.md" in turn
+    assert "<content>" not in turn
