@@ -66,12 +66,19 @@ class Services:
                     log.warning("Closing %s failed: %s", type(extra).__name__, exc)
 
 
-def build_backend(model: str) -> ChatBackend:
-    """The backend for a model string: the canned fake, or litellm (which also runs the offline model)."""
+def build_backend(model: str, *, model_process: bool = False) -> ChatBackend:
+    """The backend for a model string: the canned fake, or litellm (which also runs the offline model).
+
+    `model_process` runs litellm in a child process (the window: its imports would stall the GUI thread).
+    """
     if model in FAKE_MODELS:
         from app.llm.fake import FakeChatBackend
 
         return FakeChatBackend()
+    if model_process:
+        from app.llm.model_process import ModelProcessBackend
+
+        return ModelProcessBackend()
     from app.llm.client import LiteLLMBackend
 
     return LiteLLMBackend()
@@ -146,8 +153,12 @@ def build_services(
     with_store: bool = True,
     embedder: str | None = None,
     model_topics: bool | None = None,
+    model_process: bool = False,
 ) -> Services:
-    """Wire index, resolver, backend, chat store, history, projects and the chat manager for one vault."""
+    """Wire index, resolver, backend, chat store, history, projects and the chat manager for one vault.
+
+    `model_process`: model calls (and capability lookups) run in a child process, never importing litellm here.
+    """
     vault = Path(vault).expanduser().resolve()
     urls = UrlFetcher()
     index = open_vault_index(config, vault, embedder)
@@ -166,7 +177,10 @@ def build_services(
 
         choice = choose_default_model(config.model, dict(os.environ))
         chosen_model, chosen_base, label = choice.model, choice.api_base or chosen_base, choice.label
-    backend = backend or build_backend(chosen_model)
+    backend = backend or build_backend(chosen_model, model_process=model_process)
+    # A backend that knows its models (the model process) answers; else litellm's map, in this process.
+    window_for = getattr(backend, "context_window", None) or context_window
+    tools_for = getattr(backend, "supports_tools", None) or supports_tools
     # Local and self-hosted servers need no key, but litellm's OpenAI client refuses to send without one.
     no_env_key = not _env_key(model_provider(chosen_model) or "openai")
     key = api_key_for(chosen_model) or ("sidenote-no-key" if chosen_base and no_env_key else "")
@@ -195,7 +209,7 @@ def build_services(
             num_ctx=config.ollama_num_ctx,
         )
 
-    compactor = Compactor(CompactionSettings(context_window=config.context_window), window_for=context_window)
+    compactor = Compactor(CompactionSettings(context_window=config.context_window), window_for=window_for)
     results = ToolResultStore()
     tools = vault_agent_tools(
         vault,
@@ -208,7 +222,7 @@ def build_services(
         tools,
         store=results,
         compactor=compactor,
-        supports_tools=supports_tools,
+        supports_tools=tools_for,
         scope_for=paths_scope(projects.search_scope),
     )
     manager = ChatManager(

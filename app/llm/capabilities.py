@@ -35,6 +35,8 @@ def context_window(options: ModelOptions) -> int:
     model = options.model
     if model.startswith("local/"):
         return LOCAL_WINDOW
+    if model.startswith("fake"):  # the canned backend: no model map to read (and no litellm to import for it)
+        return UNKNOWN_WINDOW
     if model.startswith(("ollama/", "ollama_chat/")) and options.num_ctx:
         return options.num_ctx
     info = _model_info(model)

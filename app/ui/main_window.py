@@ -6,7 +6,6 @@ call goes through app.ui.tasks. It holds no business logic: attachments, prompts
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from app.services import model_provider
 from app.ui import tasks
 from app.ui.attachments import AttachmentActions
 from app.ui.chat_panel import ChatPanel
-from app.ui.gc_pauses import without_gc_pauses
 from app.ui.history_panel import HistoryActions, HistoryPanel
 from app.ui.note_viewer import NoteViewer
 from app.ui.notes_panel import NotesPanel
@@ -185,7 +183,10 @@ class MainWindow(QMainWindow):
         # Background work starts once the vault is on screen, so it never competes with opening it.
         services = self.session.services
         if services is not None and not self.session.background_started:
-            run_in_background(_prewarm_model_bridge, owner=self)  # compaction reads litellm's model map, even for fake
+            prewarm = getattr(services.backend, "prewarm", None)
+            if callable(prewarm):  # the model process starts and imports litellm now, so the first reply is quick
+                model = services.model
+                run_in_background(lambda: prewarm(model), owner=self)
             self.session.start_background()
 
     def _on_open_failed(self, message: str) -> None:
@@ -357,14 +358,3 @@ class MainWindow(QMainWindow):
         tasks.cancel_all()
         self.session.close()
         super().closeEvent(event)
-
-
-def _prewarm_model_bridge() -> None:
-    # litellm takes seconds to import; importing it right after opening makes the first reply quick (a turn
-    # started meanwhile waits on the loader's lock).
-    from app.llm.loader import import_litellm
-
-    with without_gc_pauses():
-        import_litellm()
-        with contextlib.suppress(ImportError):  # its tokenizer tables load on the first call otherwise
-            import litellm.litellm_core_utils.default_encoding  # noqa: F401

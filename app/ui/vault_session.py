@@ -29,10 +29,10 @@ RESCAN_AFTER_WATCH_MS = (0, 1000, 4000)
 
 
 def default_factory(config: AppConfig, vault: Path) -> Services:
-    """Build the real services for a vault."""
+    """Build the real services for a vault; model calls run in the model process (litellm never loads here)."""
     from app.services import build_services
 
-    return build_services(config, vault)
+    return build_services(config, vault, model_process=True)
 
 
 class VaultSession(QObject):
