@@ -53,9 +53,10 @@ class VectorProcessError(VectorStoreError):
 @dataclass
 class _Child:
     process: subprocess.Popen[bytes]
-    replies: queue.Queue[object] = field(default_factory=queue.Queue)
+    requests: queue.Queue[object] = field(default_factory=queue.Queue)  # written by a thread: a stuck pipe
+    replies: queue.Queue[object] = field(default_factory=queue.Queue)  # cannot block the caller past its timeout
     output: deque[str] = field(default_factory=lambda: deque(maxlen=40))
-    readers: list[threading.Thread] = field(default_factory=list)
+    threads: list[threading.Thread] = field(default_factory=list)
 
     def last_output(self, lines: int = 6) -> str:
         """The child's last log lines, for messages about why it stopped."""
@@ -93,15 +94,11 @@ class VectorHost:
                     return None
                 child = self._start()
             assert child is not None
-            stdin = child.process.stdin
-            assert stdin is not None  # Popen was given stdin=PIPE
             wait = (timeout or REPLY_SECONDS + SECONDS_PER_ID * size) + (START_SECONDS if fresh else 0.0)
             self._seq += 1
+            child.requests.put((self._seq, op, tuple(spec), args))
             try:
-                write_message(stdin, (self._seq, op, tuple(spec), args))
                 reply = child.replies.get(timeout=wait)
-            except OSError:
-                reply = _EOF
             except queue.Empty:
                 self._stop(child, kill=True)
                 log.error("The vector process did not answer %s within %.0f s; it was stopped", op, wait)
@@ -114,6 +111,8 @@ class VectorHost:
             if seq != self._seq:
                 self._stop(child, kill=True)
                 raise VectorProcessError(f"The vector process answered request {seq} to request {self._seq}.")
+            if fresh:
+                self._start_failure = None
             if not ok:
                 raise VectorStoreError(str(result))
             return result
@@ -148,15 +147,17 @@ class VectorHost:
             self._start_failure = (time.monotonic(), message)
             raise VectorProcessError(message) from exc
         child = _Child(process)
+        assert process.stdin is not None
         assert process.stdout is not None
         assert process.stderr is not None
-        child.readers = [
+        child.threads = [
+            threading.Thread(target=_write_requests, args=(process.stdin, child.requests), daemon=True),
             threading.Thread(target=_read_replies, args=(process.stdout, child.replies), daemon=True),
             threading.Thread(target=_relay_output, args=(process.stderr, child.output), daemon=True),
         ]
-        for reader in child.readers:
-            reader.name = f"sidenote-vectors-{process.pid}"
-            reader.start()
+        for thread in child.threads:
+            thread.name = f"sidenote-vectors-{process.pid}"
+            thread.start()
         log.info("Started the vector process %d for %s", process.pid, self.key)
         self._child = child
         return child
@@ -176,11 +177,9 @@ class VectorHost:
         if self._child is child:
             self._child = None
         process = child.process
-        if not kill and process.poll() is None and process.stdin is not None:
-            try:
-                write_message(process.stdin, (0, "exit", (), ()))
-            except OSError as exc:
-                log.debug("The vector process's stdin is closed: %s", exc)
+        if not kill and process.poll() is None:
+            child.requests.put((0, "exit", (), ()))
+        child.requests.put(None)  # the writer closes stdin: EOF tells the child to stop too
         try:
             code = process.wait(timeout=0.1 if kill else STOP_SECONDS)
         except subprocess.TimeoutExpired:
@@ -188,13 +187,13 @@ class VectorHost:
                 log.warning("The vector process %d did not stop within %.0f s; killing it", process.pid, STOP_SECONDS)
             process.kill()
             code = process.wait(timeout=STOP_SECONDS)
-        for reader in child.readers:
-            reader.join(timeout=1)  # the child is gone: its pipes reach EOF at once
+        for thread in child.threads:
+            thread.join(timeout=1)  # the child is gone: its pipes break or reach EOF at once
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 try:
                     stream.close()
-                except OSError as exc:
+                except (OSError, ValueError) as exc:
                     log.debug("Closing a vector process pipe: %s", exc)
         return code
 
@@ -209,6 +208,18 @@ class VectorHost:
         finally:
             if acquired:
                 self._lock.release()
+
+
+def _write_requests(stream: IO[bytes], requests: queue.Queue[object]) -> None:
+    while (message := requests.get()) is not None:
+        try:
+            write_message(stream, message)
+        except (OSError, ValueError):
+            return  # the child is gone: its reply reader reports that
+    try:
+        stream.close()
+    except OSError as exc:
+        log.debug("Closing the vector process's stdin: %s", exc)
 
 
 def _read_replies(stream: IO[bytes], replies: queue.Queue[object]) -> None:

@@ -173,6 +173,16 @@ def test_unanswered_request_times_out(store: ProcessVectorStore, monkeypatch: py
     assert time.monotonic() - started < 10
     assert wait_until(lambda: gone(pid))  # killed, not left behind
     assert store.count() == 0
+    pid = store.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    ids = [f"id{i}" for i in range(400)]  # 100 kB: more than a pipe holds, so even sending it blocks
+    started = time.monotonic()
+    with pytest.raises(VectorProcessError, match="did not answer upsert within 5 s"):
+        store.upsert(ids, FakeEmbedder().embed(ids))
+    assert time.monotonic() - started < 15
+    assert wait_until(lambda: gone(pid))
+    assert store.count() == 0
 
 
 def test_threads_share_one_store(store: ProcessVectorStore) -> None:
