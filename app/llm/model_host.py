@@ -161,6 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with contextlib.suppress(ValueError, AttributeError):  # not the main thread / no SIGINT on this platform
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # litellm's logging threads run after every call; a short switch interval lets the next request (and the
+    # events of a running stream) through sooner, as tune_runtime does for the window.
+    sys.setswitchinterval(0.001)
     channel = take_stdio()
     handler = ChannelLogHandler(channel)
     handler.setFormatter(logging.Formatter("%(message)s"))
