@@ -65,6 +65,8 @@ class Chat:
     source_format: str = "sidenote"
     summary: str = ""
     summary_covers: int = 0
+    preamble: str = ""  # the person's own text in the note between the title and the first section
+    summary_annotation: str = ""  # the person's own text after the summary section
 
     @property
     def is_empty(self) -> bool:

@@ -9,6 +9,8 @@ A chat note reads as an ordinary note in Obsidian:
 
     # Garden plans
 
+    A line the person wrote under the title  (the chat's preamble)
+
     ## You · 2025-01-15 14:30
     %% sidenote-message {"id":"…","sender":"user","created":"…","attachments":[["note","Garden/Beds.md"]]} %%
 
@@ -16,11 +18,17 @@ A chat note reads as an ordinary note in Obsidian:
 
     **Context:** [[Garden/Beds.md|Beds]]
 
+    Anything the person wrote here, `## My notes` headings included  (the message's annotation)
+
 Invariants: every line of a message's text is written quoted (`> line`, or `>` for an empty line), so no text can
 put a line at column 0 and be taken for structure; the `%% sidenote-… %%` line (an Obsidian comment, hidden in
-reading view) holds the message's exact data as ASCII JSON; headings and the Context/Sources/Error lines are for
-people and are rebuilt on every save. One exception, on purpose: when Obsidian rewrote a note link in the Context
-line because the note was renamed or moved, the rewritten link wins over the stored path.
+reading view) holds the message's exact data as ASCII JSON; a section starts at that line, or at a `## ` heading
+directly above it: any other `## ` line is the person's. Headings, the title and the Context/Sources/Error/incomplete
+lines are for people and are rebuilt on every save; everything else a person writes outside the quotes is kept
+byte for byte (leading and trailing blank lines aside): under the title as `Chat.preamble` (a title line they changed
+stays too, as their text), after the summary as `Chat.summary_annotation`, after a message as `Message.annotation`.
+One exception, on purpose: when Obsidian rewrote a note link in the Context line because the note was renamed or
+moved, the rewritten link wins over the stored path.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from app.core.properties import as_list, as_text, render_properties, split_prope
 CHAT_TAG = "sidenote-chat"
 OWN_KEYS = ("id", "created", "updated", "model", "project", "project_id", "topic", "tags")
 SUMMARY_HEADING = "Summary of earlier conversation"
+INCOMPLETE_LINE = "*The reply is incomplete.*"
 _ANCHOR = re.compile(r"^%% sidenote-(message|summary) (\{.*\}) %%$")
 _WIKILINK = re.compile(r"\[\[([^\[\]|#^\n]+)(?:[#^][^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
 _LINK_UNSAFE = re.compile(r"[\[\]|#^\n\r%]")
@@ -52,13 +61,21 @@ def to_markdown(chat: Chat) -> str:
     """The chat as a Sidenote chat note."""
     parts = [render_properties(_own_properties(chat), _extra_properties(chat))]
     if chat.topic.strip():
-        parts.append(f"\n# {plain(chat.topic)}\n")
-    if chat.summary or chat.summary_covers:
+        parts.append(f"\n{_title_line(chat.topic)}\n")
+    if chat.preamble:
+        parts.append(f"\n{chat.preamble}\n")
+    if chat.summary or chat.summary_covers or chat.summary_annotation:
         anchor = _anchor("summary", {"covers": chat.summary_covers})
         parts.append(f"\n## {SUMMARY_HEADING}\n{anchor}\n\n{quote(chat.summary)}\n")
+        if chat.summary_annotation:
+            parts.append(f"\n{chat.summary_annotation}\n")
     for message in chat.messages.all():
         parts.append(_message_section(message))
     return "".join(parts)
+
+
+def _title_line(topic: str) -> str:
+    return f"# {plain(topic)}" if topic.strip() else ""
 
 
 def _own_properties(chat: Chat) -> list[tuple[str, object]]:
@@ -83,7 +100,7 @@ def _message_section(message: Message) -> str:
     label = _LABELS.get(message.sender, plain(message.sender.value).title())
     if not message.visible:
         label += " (hidden)"
-    lines = ["", f"## {label} · {display_time(message.created)}", _anchor("message", _message_meta(message)), ""]
+    lines = ["", f"## {label} · {display_time(message.created)}", _anchor("message", message_meta(message)), ""]
     lines.append(quote(message.text))
     extra = []
     if message.attachments:
@@ -93,13 +110,16 @@ def _message_section(message: Message) -> str:
     if message.error:
         extra.append(f"**Error:** {plain(message.error)}")
     if message.incomplete:
-        extra.append("*The reply is incomplete.*")
+        extra.append(INCOMPLETE_LINE)
     if extra:
         lines += ["", *extra]
+    if message.annotation:
+        lines += ["", message.annotation]
     return "\n".join(lines) + "\n"
 
 
-def _message_meta(message: Message) -> dict[str, object]:
+def message_meta(message: Message) -> dict[str, object]:
+    """The message's stored data as its hidden line holds it (everything but its text and annotation)."""
     meta: dict[str, object] = {"id": message.id, "sender": message.sender.value, "created": message.created}
     if message.model:
         meta["model"] = message.model
@@ -215,15 +235,20 @@ def from_markdown(text: str, path: str = "") -> Chat:
     tags = [t for t in as_list(props.get("tags")) if t != CHAT_TAG]
     if tags:
         chat.extra_frontmatter["tags"] = tags
+    lines = body.split("\n")
+    found = _anchored(lines)
+    starts = [start for start, _ in found]
+    chat.preamble = _preamble(lines[: starts[0] if starts else len(lines)], chat.topic)
     messages: list[Message] = []
-    for kind, meta, text_lines, display in _sections(body.split("\n")):
-        content = "\n".join(text_lines)
+    ends = [*starts[1:], len(lines)]  # one longer than `found` when there is no section
+    for (start, anchor), end in zip(found, ends, strict=False):
+        kind, meta, content, display, annotation = _section(lines[start:end], anchor)
         if kind == "summary":
-            chat.summary = content
+            chat.summary, chat.summary_annotation = content, annotation
             covers = meta.get("covers")
             chat.summary_covers = covers if isinstance(covers, int) else 0
         else:
-            messages.append(_message(meta, content, display))
+            messages.append(_message(meta, content, display, annotation))
     chat.messages = MessageRepository(messages)
     return chat
 
@@ -234,34 +259,81 @@ def is_chat_note(text: str) -> bool:
     return f"- {CHAT_TAG}" in head or "%% sidenote-message {" in text
 
 
-def _sections(lines: list[str]) -> list[tuple[str, dict[str, Any], list[str], list[str]]]:
-    """(kind, meta, text lines, display lines) for each anchored section; stray lines are ignored."""
-    out: list[tuple[str, dict[str, Any], list[str], list[str]]] = []
-    heading = ""
-    i = 0
-    while i < len(lines):
-        line = lines[i]
+def is_anchor(line: str) -> bool:
+    """True for a section's hidden `%% sidenote-… %%` line."""
+    return _ANCHOR.match(line) is not None
+
+
+def _anchored(lines: list[str]) -> list[tuple[int, re.Match[str]]]:
+    """Each section's first line (its `## ` heading when the anchor follows one directly, else the anchor) and anchor.
+
+    Any other `## ` line is the person's own heading and belongs to the text around it.
+    """
+    found = []
+    for i, line in enumerate(lines):
         match = _ANCHOR.match(line)
-        if match is None:
-            if line.startswith("## "):
-                heading = line[3:]
-            i += 1
-            continue
-        meta = _load_meta(match.group(2), heading)
+        if match is not None:
+            found.append((i - 1 if i > 0 and lines[i - 1].startswith("## ") else i, match))
+    return found
+
+
+def _preamble(lines: list[str], topic: str) -> str:
+    """The person's text before the first section, without Sidenote's own title line."""
+    title = _title_line(topic)
+    first = next((i for i, line in enumerate(lines) if not _blank(line)), len(lines))
+    if title and first < len(lines) and lines[first] == title:
+        first += 1
+    return _trimmed(lines[first:])
+
+
+def _section(lines: list[str], anchor: re.Match[str]) -> tuple[str, dict[str, Any], str, list[str], str]:
+    """(kind, meta, text, generated lines, annotation) of one section: heading, anchor, quote, generated, the rest."""
+    heading = lines[0].startswith("## ")
+    meta = _load_meta(anchor.group(2), lines[0][3:] if heading else "")
+    i = 2 if heading else 1
+    while i < len(lines) and _blank(lines[i]):
         i += 1
-        while i < len(lines) and lines[i] == "":
-            i += 1
-        text_lines: list[str] = []
-        while i < len(lines) and lines[i].startswith(">"):
-            text_lines.append(unquote(lines[i]))
-            i += 1
-        display: list[str] = []
-        while i < len(lines) and not lines[i].startswith("## ") and not _ANCHOR.match(lines[i]):
-            display.append(lines[i])
-            i += 1
-        out.append((match.group(1), meta, text_lines, display))
-        heading = ""
-    return out
+    text_lines: list[str] = []
+    while i < len(lines) and lines[i].startswith(">"):
+        text_lines.append(unquote(lines[i]))
+        i += 1
+    rest = i
+    while rest < len(lines) and _blank(lines[rest]):
+        rest += 1
+    generated: list[str] = []
+    for prefix in _generated_prefixes(anchor.group(1), meta):
+        if rest < len(lines) and lines[rest].startswith(prefix):
+            generated.append(lines[rest])
+            rest += 1
+    return anchor.group(1), meta, "\n".join(text_lines), generated, _trimmed(lines[rest:])
+
+
+def _generated_prefixes(kind: str, meta: dict[str, Any]) -> tuple[str, ...]:
+    """The display lines Sidenote wrote after this section's quote, in order (each may have been deleted)."""
+    if kind == "summary":
+        return ()
+    damaged = "id" not in meta  # the hidden line was broken by hand: any of them may follow
+    shown = (
+        (damaged or bool(meta.get("attachments")), "**Context:**"),
+        (damaged or bool(meta.get("sources")), "**Sources:**"),
+        (damaged or bool(_str(meta.get("error"))), "**Error:**"),
+        (damaged or meta.get("incomplete") is True, INCOMPLETE_LINE),
+    )
+    return tuple(prefix for show, prefix in shown if show)
+
+
+def _blank(line: str) -> bool:
+    return not line.strip()
+
+
+def _trimmed(lines: list[str]) -> str:
+    """The lines as text, without leading or trailing blank lines."""
+    start, end = 0, len(lines)
+    while start < end and _blank(lines[start]):
+        start += 1
+    while end > start and _blank(lines[end - 1]):
+        end -= 1
+    return "\n".join(lines[start:end])
 
 
 def _load_meta(payload: str, heading: str) -> dict[str, Any]:
@@ -275,7 +347,7 @@ def _load_meta(payload: str, heading: str) -> dict[str, Any]:
     return {"sender": "user" if heading.startswith("You") else "assistant"}
 
 
-def _message(meta: dict[str, Any], text: str, display: list[str]) -> Message:
+def _message(meta: dict[str, Any], text: str, display: list[str], annotation: str) -> Message:
     try:
         sender = Sender(str(meta.get("sender", "")))
     except ValueError:
@@ -295,6 +367,7 @@ def _message(meta: dict[str, Any], text: str, display: list[str]) -> Message:
         usage=Usage.from_dict(usage) if isinstance(usage, dict) else None,
         model=_str(meta.get("model")),
         steps=_strs(meta.get("steps")),
+        annotation=annotation,
     )
 
 

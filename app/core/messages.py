@@ -1,5 +1,8 @@
 """Messages and the MessageRepository: the single source of truth of one chat's conversation.
 
+A message's `annotation` is the person's own markdown kept after it in the chat note: never sent to the model, never
+shown as message text, kept through edits of other messages and dropped with the message itself.
+
 A user message keeps its attachments (refs) and the fragments its turn sent (`sent`), so later turns can carry
 exactly what was sent (append-only) and know which item versions the model has seen (`sent_items`).
 """
@@ -57,6 +60,7 @@ class Message:
     model: str = ""
     needs_context: bool = False
     steps: tuple[str, ...] = ()
+    annotation: str = ""
 
     @classmethod
     def user(cls, text: str, attachments: Iterable[ContextRef] = (), *, created: str = "") -> Message:

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.core.chat import Chat
-from app.core.chatnote import OWN_KEYS, from_markdown, to_markdown
+from app.core.chatnote import OWN_KEYS, from_markdown, is_anchor, to_markdown
 from app.core.items import ContextRef, RefKind
 from app.core.messages import Message, MessageRepository, Sender
 from app.core.prompt import Usage
@@ -54,6 +54,34 @@ texts = st.one_of(
     st.text(),
     st.lists(st.one_of(st.sampled_from(TRICKY_LINES), st.text(max_size=20)), max_size=8).map("\n".join),
 )
+
+
+def person_text(text: str) -> str:
+    """Text as a person's own note text is kept: no anchor lines (the format's one reserved line), no edge blanks."""
+    lines = [line for line in text.split("\n") if not is_anchor(line)]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+PERSON_LINES = [
+    "## My takeaways",
+    "# My own title",
+    "- [ ] water the beds",
+    "> [!note] A callout",
+    "**Context:** my own context line",
+    "*The reply is incomplete.*",
+    "**Error:** not really",
+]
+person_texts = st.one_of(
+    st.just(""),
+    texts.map(person_text),
+    st.lists(st.one_of(st.sampled_from(PERSON_LINES + TRICKY_LINES), st.text(max_size=12)), max_size=6)
+    .map("\n".join)
+    .map(person_text),
+)
 targets = st.one_of(
     st.sampled_from(["Notes/a.md", "b.md", "Deep/Folder/c d.md", "x", "weird [name].md", " spaced.md "]),
     st.text(max_size=30),
@@ -93,6 +121,7 @@ messages = st.builds(
     usage=usages,
     model=st.sampled_from(["", "openai/gpt-4o"]) | st.text(max_size=10),
     steps=st.lists(st.text(max_size=20), max_size=2).map(tuple),
+    annotation=person_texts,
 )
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**9), 10**9) | st.text(max_size=20),
@@ -113,6 +142,8 @@ chats = st.builds(
     extra_frontmatter=st.dictionaries(extra_keys, json_values, max_size=3),
     summary=st.text(max_size=30) | texts,
     summary_covers=st.integers(0, 50),
+    preamble=person_texts,
+    summary_annotation=person_texts,
 )
 
 STORED_MESSAGE_FIELDS = (
@@ -128,6 +159,7 @@ STORED_MESSAGE_FIELDS = (
     "usage",
     "model",
     "steps",
+    "annotation",
 )
 
 
@@ -160,3 +192,30 @@ def test_empty_and_whitespace_only_texts() -> None:
     for text in ("", "\n", "\n\n", " ", "  \n  ", "x\n", "\nx"):
         chat = Chat(messages=MessageRepository([Message.user(text)]))
         assert from_markdown(to_markdown(chat)).messages.all()[0].text == text
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chats.map(lambda c: dataclasses.replace(c, preamble="", summary_annotation="")), st.data())
+def test_a_persons_text_outside_the_blocks_survives_a_resave(chat: Chat, data: st.DataObject) -> None:
+    for message in chat.messages.all():
+        chat.messages.replace(message.replace(annotation=""))
+    lines = to_markdown(chat).split("\n")
+    # Between sections (before the blank line above each heading), after the title, and at the end of the note.
+    spots = [i - 1 for i in range(1, len(lines)) if lines[i].startswith("## ") and is_anchor(lines[i + 1])]
+    spots.append(len(lines) - 1)
+    written: list[str] = []
+    for spot in sorted(data.draw(st.sets(st.sampled_from(spots), min_size=1)), reverse=True):
+        text = data.draw(person_texts.filter(bool))
+        blanks = data.draw(st.sampled_from(["", " ", "\t"]))
+        block = ["", *[blanks] * data.draw(st.integers(0, 2)), *text.split("\n"), *[""] * data.draw(st.integers(0, 2))]
+        lines[spot:spot] = block
+        written += [line for line in text.split("\n") if line.strip()]
+    edited = "\n".join(lines)
+    back = from_markdown(edited)
+    again = to_markdown(back)
+    kept = again.split("\n")
+    for line in written:
+        assert line in kept
+        kept.remove(line)  # counted: two equal lines of theirs stay two lines
+    assert [m.text for m in back.messages.all()] == [m.text for m in chat.messages.all()]
+    assert from_markdown(again).messages.all() == back.messages.all()
