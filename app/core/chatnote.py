@@ -40,7 +40,7 @@ from datetime import datetime
 from typing import Any
 
 from app.core.chat import Chat
-from app.core.items import ContextRef, RefKind
+from app.core.chatnote_links import plain, ref_display, ref_to_json, refs_from_json, relinked, source_display
 from app.core.messages import Message, MessageRepository, Sender, new_id
 from app.core.prompt import Usage
 from app.core.properties import as_list, as_text, render_properties, split_properties
@@ -50,10 +50,7 @@ OWN_KEYS = ("id", "created", "updated", "model", "project", "project_id", "topic
 SUMMARY_HEADING = "Summary of earlier conversation"
 INCOMPLETE_LINE = "*The reply is incomplete.*"
 _ANCHOR = re.compile(r"^%% sidenote-(message|summary) (\{.*\}) %%$")
-_WIKILINK = re.compile(r"\[\[([^\[\]|#^\n]+)(?:[#^][^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
-_LINK_UNSAFE = re.compile(r"[\[\]|#^\n\r%]")
 _LABELS = {Sender.USER: "You", Sender.ASSISTANT: "Sidenote", Sender.SUMMARY: "Summary"}
-_LINKED_KINDS = (RefKind.NOTE, RefKind.ACTIVE_NOTE, RefKind.SELECTION)
 
 
 # -- writing -------------------------------------------------------------------------------------------------------
@@ -104,9 +101,9 @@ def _message_section(message: Message) -> str:
     lines.append(quote(message.text))
     extra = []
     if message.attachments:
-        extra.append("**Context:** " + " · ".join(_ref_display(ref) for ref in message.attachments))
+        extra.append("**Context:** " + " · ".join(ref_display(ref) for ref in message.attachments))
     if message.sources:
-        extra.append("**Sources:** " + " · ".join(_source_display(s) for s in message.sources))
+        extra.append("**Sources:** " + " · ".join(source_display(s) for s in message.sources))
     if message.error:
         extra.append(f"**Error:** {plain(message.error)}")
     if message.incomplete:
@@ -124,7 +121,7 @@ def message_meta(message: Message) -> dict[str, object]:
     if message.model:
         meta["model"] = message.model
     if message.attachments:
-        meta["attachments"] = [_ref_to_json(ref) for ref in message.attachments]
+        meta["attachments"] = [ref_to_json(ref) for ref in message.attachments]
     if not message.visible:
         meta["visible"] = False
     if message.error:
@@ -158,13 +155,6 @@ def unquote(line: str) -> str:
     return line[2:] if line.startswith("> ") else line[1:]
 
 
-def plain(text: str) -> str:
-    """Text for a display-only line: one line, no link brackets, no code ticks, no comment markers."""
-    for old, new in (("\r", " "), ("\n", " "), ("[", "("), ("]", ")"), ("`", "'"), ("%%", "%\u200b%")):
-        text = text.replace(old, new)
-    return text
-
-
 def display_time(created: str) -> str:
     """A stored ISO time as local `YYYY-MM-DD HH:MM` for headings."""
     try:
@@ -174,44 +164,6 @@ def display_time(created: str) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone()
     return moment.strftime("%Y-%m-%d %H:%M")
-
-
-def _links_as_wikilink(ref: ContextRef) -> bool:
-    target = ref.target
-    return ref.kind in _LINKED_KINDS and bool(target) and target == target.strip() and not _LINK_UNSAFE.search(target)
-
-
-def _wikilink(target: str) -> str:
-    title = target.rsplit("/", 1)[-1]
-    title = title[:-3] if title.lower().endswith(".md") else title
-    return f"[[{target}|{title}]]" if title != target else f"[[{target}]]"
-
-
-def _ref_display(ref: ContextRef) -> str:
-    if _links_as_wikilink(ref):
-        link = _wikilink(ref.target)
-        return f"{link} lines {ref.start_line}–{ref.end_line}" if ref.kind is RefKind.SELECTION else link
-    if ref.kind is RefKind.URL and re.fullmatch(r"https?://[^\s<>`\[\]%]+", ref.target):
-        return f"<{ref.target}>"
-    if ref.kind is RefKind.FOLDER:
-        return f"📁 {plain(ref.target)}/"
-    if ref.kind is RefKind.TAG:
-        return f"🏷️ {plain(ref.target)}"  # no `#`: a chat note must not join the tag's notes in Obsidian
-    return plain(ref.label)
-
-
-def _source_display(source: str) -> str:
-    if source.lower().endswith(".md") and not _LINK_UNSAFE.search(source):
-        return _wikilink(source)
-    if re.fullmatch(r"https?://[^\s<>`\[\]%]+", source):
-        return f"<{source}>"
-    return plain(source)
-
-
-def _ref_to_json(ref: ContextRef) -> list[object]:
-    if ref.kind is RefKind.SELECTION:
-        return [ref.kind.value, ref.target, ref.start_line, ref.end_line]
-    return [ref.kind.value, ref.target]
 
 
 # -- reading -------------------------------------------------------------------------------------------------------
@@ -297,29 +249,36 @@ def _section(lines: list[str], anchor: re.Match[str]) -> tuple[str, dict[str, An
     while i < len(lines) and lines[i].startswith(">"):
         text_lines.append(unquote(lines[i]))
         i += 1
-    rest = i
-    while rest < len(lines) and _blank(lines[rest]):
-        rest += 1
-    generated: list[str] = []
-    for prefix in _generated_prefixes(anchor.group(1), meta):
-        if rest < len(lines) and lines[rest].startswith(prefix):
-            generated.append(lines[rest])
-            rest += 1
-    return anchor.group(1), meta, "\n".join(text_lines), generated, _trimmed(lines[rest:])
+    rest = lines[i:]
+    generated = _take_generated(rest, anchor.group(1), meta)
+    return anchor.group(1), meta, "\n".join(text_lines), generated, _trimmed(rest)
 
 
-def _generated_prefixes(kind: str, meta: dict[str, Any]) -> tuple[str, ...]:
-    """The display lines Sidenote wrote after this section's quote, in order (each may have been deleted)."""
+def _take_generated(rest: list[str], kind: str, meta: dict[str, Any]) -> list[str]:
+    """Remove the display lines Sidenote wrote after the quote from `rest` and return them.
+
+    They are the first lines with the expected prefixes, in order, wherever the person's text put them (a comment
+    typed right under a question sits above its Context line); each may have been deleted. When the hidden line was
+    broken by hand any of them may follow, so only those directly after the quote count.
+    """
     if kind == "summary":
-        return ()
-    damaged = "id" not in meta  # the hidden line was broken by hand: any of them may follow
+        return []
+    damaged = "id" not in meta
     shown = (
         (damaged or bool(meta.get("attachments")), "**Context:**"),
         (damaged or bool(meta.get("sources")), "**Sources:**"),
         (damaged or bool(_str(meta.get("error"))), "**Error:**"),
         (damaged or meta.get("incomplete") is True, INCOMPLETE_LINE),
     )
-    return tuple(prefix for show, prefix in shown if show)
+    at = next((i for i, line in enumerate(rest) if not _blank(line)), len(rest))
+    generated: list[str] = []
+    for prefix in (prefix for show, prefix in shown if show):
+        found = next((i for i in range(at, len(rest)) if rest[i].startswith(prefix)), None)
+        if found is None or (damaged and found != at):
+            continue
+        generated.append(rest.pop(found))
+        at = found
+    return generated
 
 
 def _blank(line: str) -> bool:
@@ -353,13 +312,13 @@ def _message(meta: dict[str, Any], text: str, display: list[str], annotation: st
     except ValueError:
         sender = Sender.ASSISTANT
     usage = meta.get("usage")
-    refs = _refs(meta.get("attachments"))
+    refs = refs_from_json(meta.get("attachments"))
     return Message(
         id=_str(meta.get("id")) or new_id(),
         sender=sender,
         text=text,
         created=_str(meta.get("created")),
-        attachments=_relinked(refs, display),
+        attachments=relinked(refs, display),
         visible=meta.get("visible", True) is not False,
         error=_str(meta.get("error")),
         incomplete=meta.get("incomplete") is True,
@@ -377,40 +336,3 @@ def _str(value: object) -> str:
 
 def _strs(value: object) -> tuple[str, ...]:
     return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
-
-
-def _refs(raw: object) -> tuple[ContextRef, ...]:
-    refs: list[ContextRef] = []
-    for entry in raw if isinstance(raw, list) else ():
-        if not isinstance(entry, list) or len(entry) < 2 or not isinstance(entry[1], str):
-            continue
-        try:
-            kind = RefKind(entry[0])
-        except ValueError:
-            continue
-        if kind is RefKind.SELECTION:
-            start, end = (entry[2], entry[3]) if len(entry) >= 4 else (0, 0)
-            if isinstance(start, int) and isinstance(end, int):
-                refs.append(ContextRef(kind, entry[1], start, end))
-            continue
-        refs.append(ContextRef(kind, entry[1]))
-    return tuple(refs)
-
-
-def _relinked(refs: tuple[ContextRef, ...], display: list[str]) -> tuple[ContextRef, ...]:
-    """Take note paths Obsidian rewrote in the Context line (a renamed or moved note) over the stored ones."""
-    line = next((d for d in display if d.startswith("**Context:** ")), None)
-    linked = [i for i, ref in enumerate(refs) if _links_as_wikilink(ref)]
-    if line is None or not linked:
-        return refs
-    shown = [m.group(1).strip() for m in _WIKILINK.finditer(line)]
-    if len(shown) != len(linked):
-        return refs  # the person edited the line by hand: the stored paths are the safer choice
-    out = list(refs)
-    for index, target in zip(linked, shown, strict=True):
-        ref = refs[index]
-        if target and target != ref.target:
-            if ref.target.lower().endswith(".md") and not target.lower().endswith(".md"):
-                target += ".md"
-            out[index] = ContextRef(ref.kind, target, ref.start_line, ref.end_line)
-    return tuple(out)
