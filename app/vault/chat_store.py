@@ -3,8 +3,10 @@
 Invariants:
 - every write is atomic (temp file in the same folder, fsync, rename, fsync of the folder): a crash at any moment
   leaves the old note or the new one, never a broken one;
-- a note is overwritten only when it still holds exactly what Sidenote last wrote (or read); when a person edited it
-  meanwhile, the chat is saved to a new note instead and a notice says so — their edit is never clobbered;
+- a note is overwritten only when it still holds exactly what Sidenote last wrote (or read), checked again right
+  before the write; when a person only wrote their own text outside the messages (annotations, preamble, title,
+  properties they added), it is adopted into the chat and the note is saved in place, keeping every line of theirs;
+  any other edit sends the chat to a new note with a notice — their edit is never clobbered;
 - one chat is one note: saves reuse its path, the file is renamed once when the topic arrives and moved when the
   chat changes project, never duplicated;
 - a chat opened from a Copilot for Obsidian note is saved to a new Sidenote note; the original is never written.
@@ -21,6 +23,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from app.core.annotations import adopt_person_text, holds_prefix, keeps_every_line, skeleton
 from app.core.chat import Chat
 from app.core.chatnote import from_markdown, to_markdown
 from app.core.filename import chat_file_name, is_provisional, sanitize_component, unique_name
@@ -98,6 +101,7 @@ class VaultChatStore:
         self._lock = threading.RLock()
         self._paths: dict[str, str] = {}  # chat id → note path this store wrote or was told about
         self._hashes: dict[str, str] = {}  # note path → sha256 of what Sidenote last wrote or read there
+        self._skeletons: dict[str, str] = {}  # note path → skeleton (Sidenote's part) of that same version
         self._projects: dict[str, str] = {}  # chat id → project id at the last write, to notice a move
         self._renames: set[str] = set()  # chat ids whose note should take the (new) topic as its name
 
@@ -114,12 +118,14 @@ class VaultChatStore:
             if chat.path and chat.source_format == "sidenote":
                 self._paths[chat.id] = chat.path
                 self._hashes[chat.path] = sha256_bytes(data)
+                self._skeletons[chat.path] = skeleton(chat)
                 self._projects[chat.id] = chat.project_id
 
     def forget(self, path: str) -> None:
         """Drop what the store knows about a note (it was deleted or moved by Sidenote's history)."""
         with self._lock:
             self._hashes.pop(path, None)
+            self._skeletons.pop(path, None)
             for chat_id in [cid for cid, p in self._paths.items() if p == path]:
                 del self._paths[chat_id]
 
@@ -133,7 +139,7 @@ class VaultChatStore:
     def save(self, chat: Chat) -> str:
         """Write the chat atomically without clobbering an external edit; return its vault-relative path."""
         with self._lock:
-            current = self._current(chat)
+            current, seen = self._current(chat)
             rename = bool(chat.topic) and (
                 chat.id in self._renames or (current is not None and is_provisional(current))
             )
@@ -147,16 +153,27 @@ class VaultChatStore:
             else:
                 target = current
             text = to_markdown(chat)
-            if target == current and self._hashes.get(current) == sha256_bytes(text.encode("utf-8")):
+            if target == current and seen == sha256_bytes(text.encode("utf-8")):
+                if self._hashes.get(current) != seen:  # merged: the person's version is already what we would write
+                    self._hashes[current], self._skeletons[current] = seen, skeleton(chat)
                 chat.path = current
-                return current  # nothing changed since the last write
+                return current  # the note already holds exactly this
             chat.updated = self._clock()
             data = to_markdown(chat).encode("utf-8")
+            if current is not None and self._disk_hash(current) != seen:
+                # Changed again since it was read (and merged): their newest edit must not be overwritten.
+                self._notice(self._changed_notice(current))
+                self._hashes.pop(current, None)
+                self._skeletons.pop(current, None)
+                current = None
+                target = self._free_path(folder, chat_file_name(chat.topic, chat.created))
             if current is not None and target != current:
                 self._move(current, target)
             atomic_write(self._absolute(target), data)
             self._hashes.pop(current or "", None)
+            self._skeletons.pop(current or "", None)
             self._hashes[target] = sha256_bytes(data)
+            self._skeletons[target] = skeleton(chat)
             self._paths[chat.id] = target
             self._projects[chat.id] = chat.project_id
             if chat.topic:
@@ -165,43 +182,52 @@ class VaultChatStore:
             return target
 
     # -- decisions ------------------------------------------------------------------------------------------------
-    def _current(self, chat: Chat) -> str | None:
-        """The note to overwrite, or None when the chat must go to a new note."""
+    def _current(self, chat: Chat) -> tuple[str | None, str | None]:
+        """The note to overwrite and the sha256 it had when read; (None, None) when the chat must go to a new note."""
         if chat.source_format != "sidenote":
-            return None  # a Copilot note (or another tool's) is never written
+            return None, None  # a Copilot note (or another tool's) is never written
         path = chat.path or self._paths.get(chat.id)
         if not path:
-            return None
+            return None, None
         try:
             absolute = self._absolute(path)
         except VaultPathError as exc:
             self._notice(f"The chat's note path {path!r} cannot be used ({exc}); it was saved to a new note.")
-            return None
+            return None, None
         try:
             disk = absolute.read_bytes()
         except FileNotFoundError:
-            return self._missing(chat, path)
+            found = self._missing(chat, path)
+            return found, self._hashes.get(found or "")
         except OSError as exc:
             self._notice(f"{path} could not be read ({exc}); the chat was saved to a new note instead.")
-            return None
-        if self._unchanged_since_last_write(chat, path, disk):
-            return path
-        self._notice(f"{path} was changed outside Sidenote; your edit was kept and this chat continues in a new note.")
-        return None
+            return None, None
+        seen = sha256_bytes(disk)
+        if self._hashes.get(path) == seen or self._merge_person_text(chat, path, disk):
+            return path, seen
+        self._notice(self._changed_notice(path))
+        return None, None
 
-    def _unchanged_since_last_write(self, chat: Chat, path: str, disk: bytes) -> bool:
-        known = self._hashes.get(path)
-        if known is not None:
-            return known == sha256_bytes(disk)
-        # Never read or written by this store: overwrite only when our chat already holds all of it.
+    @staticmethod
+    def _changed_notice(path: str) -> str:
+        return f"{path} was changed outside Sidenote; your edit was kept and this chat continues in a new note."
+
+    def _merge_person_text(self, chat: Chat, path: str, disk: bytes) -> bool:
+        """Adopt the person's own text when that is all they changed (or, for a note never read, all it adds)."""
         try:
             text = disk.decode("utf-8")
-            on_disk = from_markdown(text, path)
+            note = from_markdown(text, path)
         except (UnicodeDecodeError, ValueError):
             return False
-        theirs = [(m.id, m.sender, m.text, m.attachments) for m in on_disk.messages.all()]
-        ours = [(m.id, m.sender, m.text, m.attachments) for m in chat.messages.all()][: len(theirs)]
-        return on_disk.id == chat.id and theirs == ours and to_markdown(on_disk) == text
+        if path in self._hashes:
+            same = note.id == chat.id and self._skeletons.get(path) == skeleton(note)
+        else:  # never read or written by this store: only when our chat already holds all of its messages
+            same = holds_prefix(chat, note)
+        if not same or not keeps_every_line(text, note):
+            return False
+        adopt_person_text(chat, note)
+        log.info("%s: kept the text you wrote outside the chat's messages; saved in place", path)
+        return True
 
     def _missing(self, chat: Chat, path: str) -> str | None:
         """The chat's note is gone: follow a move inside the chat folder, else write it again where it was."""
@@ -213,9 +239,11 @@ class VaultChatStore:
                 continue
             if same:
                 self._hashes[candidate] = self._hashes.pop(path)
+                self._skeletons[candidate] = self._skeletons.pop(path, "")
                 return candidate
         self._notice(f"{path} was deleted or moved outside Sidenote; the chat was saved again.")
         self._hashes.pop(path, None)
+        self._skeletons.pop(path, None)
         return None
 
     def _notes_with_id(self, chat_id: str) -> list[str]:
@@ -234,6 +262,13 @@ class VaultChatStore:
     # -- files ----------------------------------------------------------------------------------------------------
     def _absolute(self, rel: str) -> Path:
         return safe_note_path(self.vault, rel)
+
+    def _disk_hash(self, rel: str) -> str | None:
+        """The sha256 of the note as it is now (None when it cannot be read)."""
+        try:
+            return sha256_bytes(self._absolute(rel).read_bytes())
+        except (OSError, VaultPathError):
+            return None
 
     def _free_path(self, folder: str, name: str, current: str | None = None) -> str:
         """`folder/name`, made unique among the folder's files (the chat's own current note does not count)."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from app.core.annotations import adopt_person_text, holds_prefix, keeps_every_line, skeleton
 from app.core.chat import Chat
 from app.core.chatnote import from_markdown, to_markdown
 from app.core.items import ContextRef
 from app.core.manager import ChatManager
-from app.core.messages import Message, Sender
+from app.core.messages import Message, MessageRepository, Sender
 from tests.core.fakes import MemoryResolver, ScriptedBackend, options
 
 COMMENT = "Great answer — try it on bed B too.\n  indented, with trailing spaces   \n\n> [!note] my callout"
@@ -112,8 +114,7 @@ def test_skeleton_tells_the_persons_text_from_sidenotes_part() -> None:
     assert skeleton(annotated) == skeleton(chat)
     assert skeleton(from_markdown(text.replace("> Brassicas.", "> Kale."))) != skeleton(chat)
     assert skeleton(from_markdown(text.replace("topic: Garden plans", 'topic: "Beds"'))) != skeleton(chat)
-    removed = Chat(**{**chat.__dict__})
-    removed.messages = type(chat.messages)(chat.messages.all()[:1])
+    removed = dataclasses.replace(chat, messages=MessageRepository(chat.messages.all()[:1]))
     assert skeleton(removed) != skeleton(chat)
 
 

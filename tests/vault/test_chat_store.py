@@ -205,7 +205,7 @@ def test_notice_listener_is_told(tmp_path: Path) -> None:
     store = VaultChatStore(tmp_path, on_notice=heard.append)
     chat = chat_with("q", topic="T")
     path = tmp_path / store.save(chat)
-    path.write_text(path.read_text(encoding="utf-8") + "\nmy line\n", encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8").replace("> q\n", "> q, edited\n"), encoding="utf-8")
     chat.messages.add(Message.assistant("a"))
     store.save(chat)
     assert heard == store.notices
@@ -221,7 +221,8 @@ def test_opened_chat_remembered_then_edited_outside_is_not_clobbered(tmp_path: P
     store.remember(chat, data)
     chat.messages.add(Message.user("continued"))
     assert store.save(chat) == rel  # untouched since it was opened: saved in place
-    (tmp_path / rel).write_text((tmp_path / rel).read_text(encoding="utf-8") + "\nstray\n", encoding="utf-8")
+    edited = (tmp_path / rel).read_text(encoding="utf-8").replace("> a\n", "> a, edited\n")
+    (tmp_path / rel).write_text(edited, encoding="utf-8")
     chat.messages.add(Message.assistant("reply"))
     assert store.save(chat) != rel
 
