@@ -10,6 +10,7 @@ from app.core.chat import Chat
 from app.core.chatnote import from_markdown, to_markdown
 from app.core.messages import Message
 from app.vault.chat_store import VaultChatStore
+from tests.vault.chatkit import RecordingBackend, make_manager
 
 CREATED = "2025-01-15T14:30:00Z"
 COMMENT = "Tried it: kale did best.\n  (second line, indented)   "
@@ -173,3 +174,23 @@ def test_only_blank_lines_added_is_merged_without_a_notice(tmp_path: Path) -> No
     assert store.save(chat) == rel
     assert notes(tmp_path) == [rel]
     assert store.notices == []
+
+
+def test_a_running_chat_keeps_the_persons_comments_through_turns_and_a_regenerate(tmp_path: Path) -> None:
+    backend, store = RecordingBackend(), VaultChatStore(tmp_path)
+    manager = make_manager(tmp_path, store, backend)
+    list(manager.send("What goes in bed A?"))
+    rel = manager.chat.path
+    path = tmp_path / rel
+    text = path.read_text(encoding="utf-8")
+    first_reply = "> Reply 1.\n"
+    write_in_obsidian(path, text.replace(first_reply, f"{first_reply}\nMY-COMMENT on the first reply\n"))
+    list(manager.send("And bed B?"))
+    list(manager.regenerate())
+    list(manager.send("And bed C?"))
+    assert notes(tmp_path) == [rel]
+    assert store.notices == []
+    back = from_markdown(path.read_text(encoding="utf-8"))
+    assert [m.annotation for m in back.messages.all()] == ["", "MY-COMMENT on the first reply", "", "", "", ""]
+    assert [m.text for m in back.messages.all()][-2:] == ["And bed C?", "Reply 4."]
+    assert not any("MY-COMMENT" in request for request in backend.requests)
