@@ -10,7 +10,7 @@ then call), `process` (ModelProcessBackend: the call starts the child, which imp
 `process-prewarm` (prewarm, then call). A gap is the time between two beats; its max is the longest freeze.
 
 TTFT: with both backends warm, alternate `--calls` calls of each and time from `stream()` to the first text delta
-in the caller's thread. Prints one JSON object.
+in the caller's thread (switch interval 1 ms, as in the window). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -104,6 +104,7 @@ def first_call(mode: str, base: str) -> dict[str, object]:
 
 def ttft(base: str, calls: int) -> dict[str, object]:
     """Time to first token in the caller's thread, both backends warm, alternating."""
+    sys.setswitchinterval(0.001)  # as the window sets it
     from app.core.prompt import ModelOptions, PromptMessage, TextDelta
     from app.llm.client import LiteLLMBackend
     from app.llm.model_process import ModelProcessBackend

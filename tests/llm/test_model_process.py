@@ -18,6 +18,7 @@ from app.core.prompt import ModelOptions, PromptMessage, StreamDone, StreamEvent
 from app.llm.capabilities import UNKNOWN_WINDOW
 from app.llm.client import LiteLLMBackend, RetryNotice
 from app.llm.errors import AuthError, ContextWindowError, ModelError, RateLimitError, ServerError
+from app.llm.local_model import CONTEXT_WINDOW, MODEL, is_available
 from app.llm.model_process import ModelProcess, ModelProcessBackend
 from app.llm.testserver import Fault, Reply, ToolCallSpec
 
@@ -218,6 +219,19 @@ def test_capabilities_come_from_the_child_and_are_cached(
     assert proxy.supports_tools(ModelOptions("local/smollm2")) is False
     monkeypatch.setattr(model_process, "request", lambda *a: pytest.fail("asked the child again"))
     assert proxy.context_window(known) == 128_000
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(not is_available(), reason="offline model extra (.[local]) not installed")
+def test_offline_model_keeps_its_kv_cache_in_the_child(model_process: ModelProcess) -> None:
+    proxy = backend(model_process)
+    system = PromptMessage.plain("system", "Answer from the notes. A unique_ptr owns its object alone. " * 20)
+    options = ModelOptions(MODEL, max_tokens=4, temperature=0.0)
+    _, _, first = collect(proxy.stream([system, PromptMessage.plain("user", "What is a unique_ptr?")], options))
+    _, _, second = collect(proxy.stream([system, PromptMessage.plain("user", "What is a shared_ptr?")], options))
+    assert first.usage.input_tokens > 200
+    assert second.usage.cached_tokens > 0.9 * second.usage.input_tokens - 20  # one model instance, kept alive
+    assert proxy.context_window(options) == CONTEXT_WINDOW
 
 
 def test_killed_child_keeps_partial_text_and_the_next_call_recovers(model_server: TestServer) -> None:
