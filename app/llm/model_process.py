@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 POLL = 0.05  # seconds between looks at a caller's cancel event while waiting for the child
 CANCEL_GRACE = 2.0  # seconds a cancelled stream waits for the child's own end before ending here
 CLOSE_WAIT = 2.0  # seconds the child gets to exit after its pipe closes, before it is killed
+ASK_TIMEOUT = 120.0  # seconds for a lookup or prewarm (importing litellm takes 3–15 s on a busy machine)
 
 
 @dataclass
@@ -71,6 +72,7 @@ class _Child:
         )
         assert self.process.stdin is not None
         assert self.process.stdout is not None
+        self.stdin = self.process.stdin
         self.channel = Channel(self.process.stdout, self.process.stdin)
         self.started = time.monotonic()
         self.calls: dict[int, _Call] = {}
@@ -95,12 +97,13 @@ class _Child:
                 log.warning("Unreadable message from the model process: %s", exc)
                 break
             kind, call_id = message[0], message[1]
-            if kind == "log":
-                level, name, text = message[2:5]
-                logging.getLogger(str(name)).log(int(level), "%s", text)  # type: ignore[call-overload]
+            if kind == "log" and len(message) == 5 and isinstance(message[2], int):
+                logging.getLogger(str(message[3])).log(message[2], "%s", message[4])
+                continue
+            if not isinstance(call_id, int):
                 continue
             with self.lock:
-                call = self.calls.get(int(call_id))  # type: ignore[call-overload]
+                call = self.calls.get(call_id)
             if call is not None:
                 call.answers.put(message)
         self._lost()
@@ -137,12 +140,15 @@ class _Child:
     def close(self) -> None:
         """Close the pipe (the child exits on end of file); kill it if it does not."""
         self.closing = True
-        self.channel.close()
+        # Only our writing end: closing the reading end would wait for the reader thread's blocked read.
+        with contextlib.suppress(OSError):
+            self.stdin.close()
         try:
             self.process.wait(CLOSE_WAIT)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(CLOSE_WAIT)
+        self.reader.join(CLOSE_WAIT)  # the child is gone: its stdout reached end of file
 
 
 def host_command() -> list[str]:
@@ -180,16 +186,14 @@ class ModelProcess:
     def request(self, kind: str, *payload: object) -> tuple[_Call, _Child]:
         """Send a request to the child (starting it when needed); answers arrive on the call's queue."""
         call = _Call(next(self._ids))
-        for attempt in (1, 2):
+        for _attempt in range(2):  # a child that died since the last call gets one replacement
             child = self._running()
             if not child.register(call):
                 continue
             try:
                 child.channel.send((kind, call.id, *payload))
-            except ChannelClosedError:
+            except ChannelClosedError:  # it died since the check: the next attempt starts a new one
                 child.forget(call.id)
-                if attempt == 2:
-                    raise
                 continue
             return call, child
         raise ServerError("The model process could not be started.")
@@ -222,7 +226,11 @@ class ModelProcess:
                 child.closing = True
                 if child.process.poll() is None:
                     child.process.kill()
-            self._child = _Child(self.command or host_command(), host_environment())
+            try:
+                self._child = _Child(self.command or host_command(), host_environment())
+            except OSError as exc:
+                self._child = None
+                raise ServerError(f"The model process could not be started ({exc}).") from exc
             self.starts += 1
             log.info("Model process started (pid %d)", self._child.pid)
             return self._child
@@ -350,7 +358,9 @@ class ModelProcessBackend:
     def _ask(self, kind: str, *payload: object) -> object:
         call, child = self.process.request(kind, *payload)
         try:
-            answer = call.answers.get()
+            answer = call.answers.get(timeout=ASK_TIMEOUT)
+        except queue.Empty:
+            raise ServerError(f"The model process did not answer within {ASK_TIMEOUT:.0f} s.") from None
         finally:
             child.forget(call.id)
         if answer[0] == "result":

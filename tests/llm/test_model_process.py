@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from app.core.prompt import ModelOptions, PromptMessage, StreamDone, StreamEvent, TextDelta, ToolCallDelta
+from app.core.prompt import ModelOptions, PromptMessage, StreamDone, StreamEvent, TextDelta, ToolCallDelta, Usage
 from app.llm.capabilities import UNKNOWN_WINDOW
 from app.llm.client import LiteLLMBackend, RetryNotice
 from app.llm.errors import AuthError, ContextWindowError, ModelError, RateLimitError, ServerError
 from app.llm.local_model import CONTEXT_WINDOW, MODEL, is_available
-from app.llm.model_process import ModelProcess, ModelProcessBackend
+from app.llm.model_process import CANCEL_GRACE, ModelProcess, ModelProcessBackend
 from app.llm.testserver import Fault, Reply, ToolCallSpec
 
 if TYPE_CHECKING:
@@ -278,6 +278,49 @@ def test_killed_child_before_the_reply_raises_server_error(model_server: TestSer
         assert text == "Recovered."
     finally:
         process.close()
+
+
+STUCK_HOST = textwrap.dedent(
+    """
+    import sys
+    from app.core.prompt import TextDelta
+    from app.llm.model_channel import Channel, ChannelClosedError
+    channel = Channel(sys.stdin.buffer, sys.stdout.buffer)
+    while True:
+        try:
+            message = channel.receive()
+        except ChannelClosedError:
+            break
+        if message[0] == "stream":  # one word, then it ignores everything, cancel included
+            channel.send(("event", message[1], TextDelta("stuck ")))
+    """
+)
+
+
+def test_a_child_that_ignores_cancel_still_stops_the_stream() -> None:
+    process = ModelProcess(command=[sys.executable, "-c", STUCK_HOST])
+    try:
+        proxy = ModelProcessBackend(process)
+        stream = proxy.stream(question(), ModelOptions("openai/test-model"))
+        assert next(stream) == TextDelta("stuck ")
+        asked = time.monotonic()
+        proxy.cancel()
+        rest = list(stream)
+        assert rest == [StreamDone(Usage(), "cancelled", incomplete=True)]
+        assert time.monotonic() - asked < CANCEL_GRACE + 1
+    finally:
+        process.close()
+
+
+def test_close_ends_the_child() -> None:
+    process = ModelProcess()
+    pid = process.start()
+    assert _alive(pid)
+    began = time.monotonic()
+    process.close()
+    assert time.monotonic() - began < 3
+    assert not _alive(pid)
+    assert process.pid is None
 
 
 CHILD_OF_A_DYING_PARENT = textwrap.dedent(
