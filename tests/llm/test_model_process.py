@@ -17,7 +17,14 @@ import pytest
 from app.core.prompt import ModelOptions, PromptMessage, StreamDone, StreamEvent, TextDelta, ToolCallDelta, Usage
 from app.llm.capabilities import UNKNOWN_WINDOW
 from app.llm.client import LiteLLMBackend, RetryNotice
-from app.llm.errors import AuthError, ContextWindowError, ModelError, RateLimitError, ServerError
+from app.llm.errors import (
+    AuthError,
+    ContextWindowError,
+    ModelError,
+    ModelTimeoutError,
+    RateLimitError,
+    ServerError,
+)
 from app.llm.local_model import CONTEXT_WINDOW, MODEL, is_available
 from app.llm.model_process import CANCEL_GRACE, ModelProcess, ModelProcessBackend
 from app.llm.testserver import Fault, Reply, ToolCallSpec
@@ -110,6 +117,17 @@ def test_errors_arrive_as_in_process(
         in_process.model,
         in_process.detail,
     )
+
+
+def test_timeout_arrives_as_in_process(model_process: ModelProcess, model_server: TestServer) -> None:
+    sentences = []
+    for proxy in (LiteLLMBackend(backoff=0.01), backend(model_process)):
+        model_server.enqueue(Fault("delay", delay=3))
+        with pytest.raises(ModelTimeoutError) as caught:
+            list(proxy.stream(question(), openai(model_server, timeout=0.3)))
+        sentences.append(str(caught.value))
+    assert sentences[0] == sentences[1]
+    assert "did not answer in time" in sentences[1]
 
 
 def test_retry_notices_reach_the_parent(model_process: ModelProcess, model_server: TestServer) -> None:
