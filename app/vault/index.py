@@ -232,6 +232,11 @@ class VaultIndex:
         report.seconds = time.monotonic() - started
         return report
 
+    def lexical_changed(self, changed: bool) -> None:
+        """Another process (app.vault.lexical_process) synced the lexical index: wake the vector fill if needed."""
+        if changed:
+            self._dirty.set()
+
     # -- vectors -------------------------------------------------------------------------------------------------
 
     def vectors(self) -> VectorStore:

@@ -1,0 +1,65 @@
+"""The lexical build in a child process: same index as in process, progress here, failures reported."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.core.search import IndexProgress
+from app.vault.embedding import FakeEmbedder
+from app.vault.index import VaultIndex
+from app.vault.lexical_process import LexicalBuildError, build_lexical_in_child
+from tests.vault.test_index import make_vault, paths
+from tests.vault.vaultkit import write
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[VaultIndex]:
+    ix = VaultIndex.open(make_vault(tmp_path / "vault"), tmp_path / "index", embedder=FakeEmbedder())
+    yield ix
+    ix.close()
+
+
+def test_child_build_matches_an_in_process_build(index: VaultIndex, tmp_path: Path) -> None:
+    steps: list[IndexProgress] = []
+    report = build_lexical_in_child(index, steps.append)
+    assert (report.added, report.updated, report.removed) == (6, 0, 0)
+    assert steps[-1].phase == "lexical"
+    assert steps[-1].done == steps[-1].total == 6
+    # This process searches what the child wrote, exactly as an in-process build would have it.
+    twin = VaultIndex.open(index.root, tmp_path / "twin", embedder=FakeEmbedder())
+    twin.build_lexical()
+    for query in ("piano", "cafe espresso", "keys", "strumming"):
+        assert paths(index.search(query, mode="lexical")) == paths(twin.search(query, mode="lexical"))
+    twin.close()
+    # The embedding model id is untouched (no vector rebuild), and the vector fill sees the new chunks.
+    assert index.lexical.meta("model_id") == index.embedder.model_id
+    assert index.fill_vectors().embedded > 0
+
+
+def test_a_second_child_build_syncs_only_changes(index: VaultIndex) -> None:
+    build_lexical_in_child(index)
+    write(index.root, "Music/piano.md", "# Piano\nArpeggios now.\n")
+    report = build_lexical_in_child(index)
+    assert (report.added, report.updated, report.unchanged) == (0, 1, 5)
+    assert paths(index.search("arpeggios", mode="lexical")) == ["Music/piano.md"]
+
+
+def test_a_stopped_build_raises_and_leaves_the_index_usable(index: VaultIndex) -> None:
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(LexicalBuildError):
+        build_lexical_in_child(index, None, stop)
+    index.build_lexical()  # the in-process fallback still works on the same database
+    assert "Music/piano.md" in index.list_notes()
+
+
+def test_a_child_that_cannot_open_the_index_reports_why(index: VaultIndex, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    index.index_dir = blocker / "index"  # the child cannot create its database under a file
+    with pytest.raises(LexicalBuildError, match="child process"):
+        build_lexical_in_child(index)
