@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import json
 import os
 import subprocess
@@ -64,6 +65,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--embedder", default="local")
     parser.add_argument("--reply-words", type=int, default=400)
+    parser.add_argument(
+        "--trace-stalls", type=Path, default=None, help="dump every thread's stack here when a tick is 40 ms late"
+    )
     args = parser.parse_args()
     if not args.vault.is_dir():
         print(json.dumps({"skipped": f"{args.vault} is absent"}))
@@ -92,7 +96,9 @@ def main() -> int:
         config = AppConfig(embedding_backend=args.embedder)
 
         def factory(cfg: AppConfig, vault: Path) -> object:
-            return build_services(cfg, vault, model="openai/test-model", api_base=api_base, with_store=False)
+            return build_services(
+                cfg, vault, model="openai/test-model", api_base=api_base, with_store=False, model_process=True
+            )
 
         window = MainWindow(config, WindowState(), factory)  # type: ignore[arg-type]
         window.resize(1400, 900)
@@ -100,11 +106,16 @@ def main() -> int:
         times: list[float] = []
         last = [time.perf_counter()]
 
+        trace = args.trace_stalls.open("w") if args.trace_stalls else None
+
         def beat() -> None:
             now = time.perf_counter()
             gaps.append((now - last[0]) * 1000 - HEARTBEAT_MS)
             times.append(now)
             last[0] = now
+            if trace is not None:
+                # faulthandler's watchdog is a C thread: it dumps stacks even while another thread holds the GIL.
+                faulthandler.dump_traceback_later(0.045, file=trace)
 
         heartbeat = QTimer()
         heartbeat.setTimerType(Qt.TimerType.PreciseTimer)
@@ -143,6 +154,7 @@ def main() -> int:
         QTimer.singleShot(int(args.seconds * 1000), qt_app.quit)
         qt_app.exec()
         heartbeat.stop()
+        faulthandler.cancel_dump_traceback_later()
         window.close()
         tasks.cancel_all()
         tasks.wait_all(60000)
@@ -160,6 +172,8 @@ def main() -> int:
             "lexical_seconds": round(lexical_done_at[0], 1) if lexical_done_at else None,
             "vectors": progress.get("vectors"),
             "replies_done": replies["done"],
+            # Loaded in the window's process (litellm and chromadb run in child processes; ONNX embeds here).
+            "heavy_modules_here": [m for m in ("litellm", "tiktoken", "chromadb", "onnxruntime") if m in sys.modules],
             "reply_chars": replies["chars"],
         }
     )
