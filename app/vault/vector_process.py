@@ -3,10 +3,13 @@
 chromadb's `upsert` holds the GIL for 30-50 ms even for 32 vectors, which stalled the GUI thread while vectors
 filled in a worker. The child (vector_server.py) is a plain `python -c` subprocess with the parent's `sys.path`
 (the same code, no re-import of the app's `__main__`), talking over its stdin/stdout pipes. Invariants:
-- one child per store location (folder or server URL) in this process, shared by every store on it and stopped
-  when the last one closes: one writer per Chroma folder, as chromadb's own per-path shared system gave in-process;
-- requests are serialised (one lock per child) and every wait is bounded: a child that does not answer in time is
-  killed; one that died is started again on the next call (logged with its last output);
+- one child per store location (folder or server URL) in this process, shared by every store on it (and by the
+  index's ProcessEmbedder) and stopped when the last user closes: one writer per Chroma folder, as chromadb's own
+  per-path shared system gave in-process;
+- store requests are serialised (one lock per child); embed requests run beside them and beside each other (a
+  search's one-text query must not wait behind a fill batch of seconds), so replies are matched to callers by
+  their sequence number; every wait is bounded: a child that does not answer in time is killed; one that died is
+  started again on the next call (logged with its last output);
 - errors raised in the child come back as VectorStoreError carrying the child's message (the child logs them,
   and its log lines are relayed into this process's log).
 """
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from app.vault.embedding import Embedder
-from app.vault.vector_server import RECORD_BREAK, StoreSpec, pack_vectors, read_message, write_message
+from app.vault.vector_server import RECORD_BREAK, EmbedderSpec, StoreSpec, pack_vectors, read_message, write_message
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +57,30 @@ class VectorProcessError(VectorStoreError):
 class _Child:
     process: subprocess.Popen[bytes]
     requests: queue.Queue[object] = field(default_factory=queue.Queue)  # written by a thread: a stuck pipe
-    replies: queue.Queue[object] = field(default_factory=queue.Queue)  # cannot block the caller past its timeout
-    output: deque[str] = field(default_factory=lambda: deque(maxlen=40))
+    output: deque[str] = field(default_factory=lambda: deque(maxlen=40))  # cannot block a caller past its timeout
     threads: list[threading.Thread] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # guards the three below
+    waiting: dict[int, queue.Queue[object]] = field(default_factory=dict)  # sequence number -> its caller's slot
+    answered: bool = False  # it has answered once: it is up, so its start-up time no longer counts
+    gone: bool = False  # its stdout ended: no reply will come
 
     def last_output(self, lines: int = 6) -> str:
         """The child's last log lines, for messages about why it stopped."""
         return " | ".join(list(self.output)[-lines:]) or "no output"
+
+    def expect(self, seq: int) -> tuple[queue.Queue[object], bool] | None:
+        """A slot for the reply to `seq` and whether the child is still starting; None once it is gone."""
+        with self.lock:
+            if self.gone:
+                return None
+            slot: queue.Queue[object] = queue.Queue(maxsize=1)
+            self.waiting[seq] = slot
+            return slot, not self.answered
+
+    def forget(self, seq: int) -> None:
+        """Stop waiting for `seq` (its caller gave up)."""
+        with self.lock:
+            self.waiting.pop(seq, None)
 
 
 class VectorHost:
@@ -69,7 +89,8 @@ class VectorHost:
     def __init__(self, key: str) -> None:
         self.key = key
         self.users = 0  # stores using this host, counted under _hosts_lock
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one store request at a time
+        self._start_lock = threading.Lock()  # starting, stopping and numbering requests
         self._child: _Child | None = None
         self._seq = 0
         self._start_failure: tuple[float, str] | None = None
@@ -81,43 +102,58 @@ class VectorHost:
         return child.process.pid if child is not None and child.process.poll() is None else None
 
     def request(
-        self, op: str, spec: StoreSpec, *args: Any, size: int = 0, timeout: float | None = None, start: bool = True
+        self,
+        op: str,
+        spec: StoreSpec | EmbedderSpec,
+        *args: Any,
+        size: int = 0,
+        timeout: float | None = None,
+        start: bool = True,
+        serial: bool = True,
     ) -> Any:
-        """Send one request and wait (bounded) for its result; `start=False` skips it when no child runs."""
-        if not self._lock.acquire(timeout=_LOCK_SECONDS):
+        """Send one request and wait (bounded) for its result; `start=False` skips it when no child runs.
+
+        `serial` requests (the store's) run one at a time; others (embedding) run beside them.
+        """
+        if serial and not self._lock.acquire(timeout=_LOCK_SECONDS):
             raise VectorProcessError(f"The vector process stayed busy for {_LOCK_SECONDS:.0f} s; {op} gave up.")
         try:
-            child = self._child
-            fresh = child is None or child.process.poll() is not None
-            if fresh:
-                if not start:
-                    return None
-                child = self._start()
-            assert child is not None
+            with self._start_lock:
+                child = self._child
+                if child is None or child.gone or child.process.poll() is not None:
+                    if not start:
+                        return None
+                    child = self._start()
+                self._seq += 1
+                seq = self._seq
+                expected = child.expect(seq)
+                if expected is None:  # its output ended since the check above: it is going
+                    raise self._died(child, op, fresh=False)
+                slot, fresh = expected
+                child.requests.put((seq, op, tuple(spec), args))
             wait = (timeout or REPLY_SECONDS + SECONDS_PER_ID * size) + (START_SECONDS if fresh else 0.0)
-            self._seq += 1
-            child.requests.put((self._seq, op, tuple(spec), args))
             try:
-                reply = child.replies.get(timeout=wait)
+                reply = slot.get(timeout=wait)
             except queue.Empty:
-                self._stop(child, kill=True)
+                child.forget(seq)
+                with self._start_lock:
+                    self._stop(child, kill=True)
                 log.error("The vector process did not answer %s within %.0f s; it was stopped", op, wait)
                 raise VectorProcessError(
                     f"The vector process did not answer {op} within {wait:.0f} s; it starts again on the next call."
                 ) from None
             if reply is _EOF:
-                raise self._died(child, op, fresh)
-            seq, ok, result = cast(tuple[int, bool, Any], reply)
-            if seq != self._seq:
-                self._stop(child, kill=True)
-                raise VectorProcessError(f"The vector process answered request {seq} to request {self._seq}.")
+                with self._start_lock:
+                    raise self._died(child, op, fresh)
+            _, ok, result = cast(tuple[int, bool, Any], reply)
             if fresh:
                 self._start_failure = None
             if not ok:
                 raise VectorStoreError(str(result))
             return result
         finally:
-            self._lock.release()
+            if serial:
+                self._lock.release()
 
     def _start(self) -> _Child:
         previous = self._child
@@ -152,7 +188,7 @@ class VectorHost:
         assert process.stderr is not None
         child.threads = [
             threading.Thread(target=_write_requests, args=(process.stdin, child.requests), daemon=True),
-            threading.Thread(target=_read_replies, args=(process.stdout, child.replies), daemon=True),
+            threading.Thread(target=_read_replies, args=(process.stdout, child), daemon=True),
             threading.Thread(target=_relay_output, args=(process.stderr, child.output), daemon=True),
         ]
         for thread in child.threads:
@@ -201,10 +237,11 @@ class VectorHost:
         """Stop the child, letting it close its stores first (killed if another request never ends)."""
         acquired = self._lock.acquire(timeout=_LOCK_SECONDS)
         try:
-            child = self._child
-            if child is not None:
-                code = self._stop(child, kill=not acquired)
-                log.info("The vector process %d stopped (code %s)", child.process.pid, code)
+            with self._start_lock:
+                child = self._child
+                if child is not None:
+                    code = self._stop(child, kill=not acquired)
+                    log.info("The vector process %d stopped (code %s)", child.process.pid, code)
         finally:
             if acquired:
                 self._lock.release()
@@ -222,13 +259,25 @@ def _write_requests(stream: IO[bytes], requests: queue.Queue[object]) -> None:
         log.debug("Closing the vector process's stdin: %s", exc)
 
 
-def _read_replies(stream: IO[bytes], replies: queue.Queue[object]) -> None:
+def _read_replies(stream: IO[bytes], child: _Child) -> None:
     while True:
         try:
-            replies.put(read_message(stream))
+            reply = read_message(stream)
         except Exception:  # noqa: BLE001 - EOF, a closed pipe or a torn message: the child is gone either way
-            replies.put(_EOF)
+            with child.lock:
+                child.gone = True
+                slots = list(child.waiting.values())
+                child.waiting.clear()
+            for slot in slots:
+                slot.put(_EOF)
             return
+        with child.lock:
+            child.answered = True
+            caller = child.waiting.pop(reply[0], None)
+        if caller is None:
+            log.error("The vector process answered request %s, which nobody waits for", reply[0])
+        else:
+            caller.put(reply)
 
 
 def _relay_output(stream: IO[bytes], output: deque[str]) -> None:
@@ -251,7 +300,13 @@ _hosts: dict[str, VectorHost] = {}
 _hosts_lock = threading.Lock()
 
 
-def _acquire_host(key: str) -> VectorHost:
+def host_key(path: Path | None, url: str) -> str:
+    """The vector process a store location gets: one per Chroma folder or server URL."""
+    return f"url:{url}" if url else f"path:{Path(str(path)).resolve()}"
+
+
+def acquire_host(key: str) -> VectorHost:
+    """The vector host for `key`, counting one more user (give it back with `release_host`)."""
     with _hosts_lock:
         host = _hosts.get(key)
         if host is None:
@@ -260,7 +315,8 @@ def _acquire_host(key: str) -> VectorHost:
         return host
 
 
-def _release_host(host: VectorHost) -> None:
+def release_host(host: VectorHost) -> None:
+    """Count one user less; the last one stops the vector process."""
     # Stopped under the registry lock: a store opened meanwhile on the same folder waits for this child to finish
     # closing instead of starting a second writer beside it.
     with _hosts_lock:
@@ -281,11 +337,11 @@ class ProcessVectorStore:
         self._spec = StoreSpec(embedder.model_id, str(path) if path is not None else "", url, name)
         self._closed = False
         self._close_lock = threading.Lock()
-        self._host = _acquire_host(f"url:{url}" if url else f"path:{Path(str(path)).resolve()}")
+        self._host = acquire_host(host_key(path, url))
         try:
             self._call("open")
         except BaseException:
-            _release_host(self._host)
+            release_host(self._host)
             raise
 
     @property
@@ -345,4 +401,4 @@ class ProcessVectorStore:
         except VectorStoreError as exc:
             log.warning("Closing the vector store failed: %s", exc)
         finally:
-            _release_host(self._host)
+            release_host(self._host)

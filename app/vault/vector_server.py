@@ -1,10 +1,12 @@
-"""The vector process: hosts ChromaVectorStores for its parent app and answers requests read from stdin.
+"""The vector process: hosts ChromaVectorStores and embedders for its parent app, answering requests from stdin.
 
 chromadb's Rust core holds the GIL for tens of milliseconds per call (and `import chromadb` for up to ~50 ms at a
-stretch), so it runs here, never in the app's process (see vector_process.py, which starts this module). Protocol:
-length-prefixed pickles, one request `(seq, op, spec, args)` answered by one reply `(seq, ok, result)` before the
-next is read; vectors travel as float32 bytes. The process exits when stdin closes or its parent dies (so it is
-never orphaned), ignores Ctrl-C (the app decides when it stops), and runs at a lower priority (background work).
+stretch), and so do the embedder's imports (onnxruntime, tokenizers, litellm) and its model load, so they run here,
+never in the app's process (see vector_process.py, which starts this module). Protocol: length-prefixed pickles,
+each request `(seq, op, spec, args)` answered by one reply `(seq, ok, result)`. Store requests run one at a time on
+the reading thread; "embed" requests run on worker threads (EmbeddingWorkers), so their replies may come in any
+order. Vectors travel as float32 bytes. The process exits when stdin closes or its parent dies (so it is never
+orphaned), ignores Ctrl-C (the app decides when it stops), and runs at a lower priority (background work).
 Replies go to a private copy of stdout: fd 1 is pointed at stderr, so a stray print cannot corrupt the stream.
 """
 
@@ -13,23 +15,25 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import queue
 import signal
 import struct
 import sys
 import threading
 import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from app.vault.embedding import EmbeddingError
+from app.vault.embedding import Embedder, EmbeddingError, make_embedder
 from app.vault.vectors import ChromaVectorStore
 
 log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("!Q")
 _PARENT_CHECK_SECONDS = 2.0
+_EMBED_WORKERS = 3  # the filler's batch, a search's query and a warm-up at once
 
 
 class StoreSpec(NamedTuple):
@@ -39,6 +43,14 @@ class StoreSpec(NamedTuple):
     path: str
     url: str
     name: str
+
+
+class EmbedderSpec(NamedTuple):
+    """Which embedder an "embed" request is for: `make_embedder`'s arguments, so both sides build the same one."""
+
+    backend: str
+    model: str
+    api_base: str
 
 
 def write_message(stream: IO[bytes], message: object) -> None:
@@ -98,8 +110,50 @@ class _ModelName:
         return self._model_id
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Refuse: texts are embedded in the app."""
-        raise EmbeddingError("The vector process stores vectors; it does not embed texts.")
+        """Refuse: stores get vectors (EmbeddingWorkers embed texts, with the embedder the app names)."""
+        raise EmbeddingError("A vector store here stores vectors; it does not embed texts.")
+
+
+class EmbeddingWorkers:
+    """The embedders this process hosts (built on first use, one per spec) and the threads that run "embed"."""
+
+    def __init__(self, send: Callable[[object], None], workers: int = _EMBED_WORKERS) -> None:
+        self._send = send
+        self._jobs: queue.Queue[tuple[int, EmbedderSpec, tuple[Any, ...]]] = queue.Queue()
+        self._embedders: dict[EmbedderSpec, Embedder] = {}
+        self._lock = threading.Lock()
+        for number in range(workers):
+            # Daemon threads: the process may exit while one is inside a model call; nothing of theirs needs saving.
+            threading.Thread(target=self._work, daemon=True, name=f"embed-{number}").start()
+
+    def submit(self, seq: int, spec: EmbedderSpec, args: tuple[Any, ...]) -> None:
+        """Queue one request; its reply is sent when it is done."""
+        self._jobs.put((seq, spec, args))
+
+    def embed(self, spec: EmbedderSpec, texts: Sequence[str]) -> tuple[int, bytes]:
+        """(dimension, float32 bytes) of the texts' vectors, in their order."""
+        with self._lock:
+            embedder = self._embedders.get(spec)
+            if embedder is None:
+                embedder = self._embedders[spec] = make_embedder(*spec)
+        return pack_vectors(embedder.embed(texts))
+
+    def _work(self) -> None:
+        while True:
+            seq, spec, args = self._jobs.get()
+            reply: tuple[int, bool, Any]
+            try:
+                reply = (seq, True, self.embed(spec, *args))
+            except EmbeddingError as exc:  # the message says it all (a missing model file, a backend error)
+                log.warning("Embedding failed: %s", exc)
+                reply = (seq, False, str(exc))
+            except Exception as exc:  # noqa: BLE001 - every failure goes back to the caller
+                log.exception("Embedding failed")
+                reply = (seq, False, f"{type(exc).__name__}: {exc}")
+            try:
+                self._send(reply)
+            except OSError:
+                return  # the app is gone; the main loop notices too
 
 
 class VectorServer:
@@ -211,6 +265,13 @@ def main() -> None:
 
     log.info("Vector process %d ready in %.1f s", os.getpid(), time.monotonic() - started)
     server = VectorServer()
+    writing = threading.Lock()
+
+    def send(reply: object) -> None:
+        with writing:
+            write_message(replies, reply)
+
+    embedding = EmbeddingWorkers(send)
     try:
         while True:
             try:
@@ -219,6 +280,9 @@ def main() -> None:
                 break
             if op == "exit":
                 break
+            if op == "embed":
+                embedding.submit(seq, EmbedderSpec(*raw_spec), args)
+                continue
             with busy:
                 try:
                     reply = (seq, True, server.handle(op, StoreSpec(*raw_spec), args))
@@ -226,7 +290,7 @@ def main() -> None:
                     log.exception("Vector request %s failed", op)
                     reply = (seq, False, f"{type(exc).__name__}: {exc}")
             try:
-                write_message(replies, reply)
+                send(reply)
             except OSError:
                 break  # the app is gone
     finally:
