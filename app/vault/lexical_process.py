@@ -42,6 +42,8 @@ def build_lexical_in_child(
     """Run `index.build_lexical` in a child process; raise LexicalBuildError when it fails or is stopped."""
     from app.vault.index import SyncReport
 
+    if stop is not None and stop.is_set():
+        raise LexicalBuildError("The lexical build in a child process was stopped before it started.")
     spec = {
         "root": str(index.root),
         "index_dir": str(index.index_dir),
@@ -77,6 +79,8 @@ def build_lexical_in_child(
     drain.join(timeout=5)
     if watcher is not None:
         watcher.set()
+    if stop is not None and stop.is_set() and report is None:
+        raise LexicalBuildError("The lexical build in a child process was stopped.")
     if code != 0 or report is None:
         last = " ".join(errors[-3:]).strip() or f"exit code {code}"
         raise LexicalBuildError(f"The lexical index could not be built in a child process: {last}")

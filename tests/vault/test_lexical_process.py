@@ -51,10 +51,16 @@ def test_a_second_child_build_syncs_only_changes(index: VaultIndex) -> None:
 def test_a_stopped_build_raises_and_leaves_the_index_usable(index: VaultIndex) -> None:
     stop = threading.Event()
     stop.set()
-    with pytest.raises(LexicalBuildError):
+    with pytest.raises(LexicalBuildError, match="stopped"):
         build_lexical_in_child(index, None, stop)
+    for number in range(3000):
+        write(index.root, f"Bulk/{number}.md", f"# Note {number}\nSome text about item {number}.\n")
+    stop.clear()
+    with pytest.raises(LexicalBuildError, match="stopped"):  # stopped mid-build, at its first progress line
+        build_lexical_in_child(index, lambda _step: stop.set(), stop)
+    assert len(index.list_notes()) < 3006
     index.build_lexical()  # the in-process fallback still works on the same database
-    assert "Music/piano.md" in index.list_notes()
+    assert len(index.list_notes()) == 3006
 
 
 def test_a_child_that_cannot_open_the_index_reports_why(index: VaultIndex, tmp_path: Path) -> None:
