@@ -4,9 +4,10 @@ Invariants: the index lives in `index_dir` (never in the vault); a restart re-re
 mtime changed and re-embeds nothing that is unchanged (vectors are keyed by chunk content hash); the lexical index
 is built first and is searchable at once, vectors are filled afterwards (newest notes first), in committed
 batches, and search fuses whatever part of the vectors is ready (`vector_coverage`). A different embedding model id
-than the stored one drops the vectors (a new collection) and refills them. Texts are embedded here; chromadb runs
-in a vector process (ProcessVectorStore: its calls hold the GIL for tens of ms, which stalled the GUI thread), or
-here with `vectors_in_process=True`. Either is started only once vectors are needed.
+than the stored one drops the vectors (a new collection) and refills them. chromadb and the embedder named by the
+settings run in a vector process (ProcessVectorStore, ProcessEmbedder: their imports, model load and calls hold
+the GIL for tens of ms, which stalled the GUI thread), or here with `vectors_in_process=True`; an Embedder object
+passed in runs here. Either is started only once vectors are needed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from app.vault.embedding import Embedder, make_embedder
 from app.vault.lexical import ChunkRow, LexicalStore
 from app.vault.note import Note
 from app.vault.parsing import NoteReadError, parse_note, read_note_text
+from app.vault.process_embedder import ProcessEmbedder
 from app.vault.scanning import NoteFile, VaultFilter, safe_note_path, scan_vault
 from app.vault.vector_process import ProcessVectorStore
 from app.vault.vectors import ChromaVectorStore, VectorStore, collection_name
@@ -93,6 +95,7 @@ class VaultIndex:
         self._old_collection = ""
         self._fillers: list[tuple[threading.Event, threading.Thread]] = []
         self._search_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sidenote-search")
+        self._own_embedder: ProcessEmbedder | None = None  # made by `open`, so closed with the index
         stored = self.lexical.meta("model_id")
         if stored != embedder.model_id:
             if stored:
@@ -116,15 +119,30 @@ class VaultIndex:
         vectors_in_process: bool = False,
     ) -> VaultIndex:
         """Open (or create) the index of a vault; nothing is scanned until `build_lexical`."""
-        chosen = make_embedder(embedder, embedding_model, api_base) if isinstance(embedder, str) else embedder
-        return cls(
-            Path(root),
-            Path(index_dir),
-            vault_filter=VaultFilter(tuple(exclude), chat_folder),
-            embedder=chosen,
-            chroma_url=chroma_url,
-            vectors_in_process=vectors_in_process,
-        )
+        own: ProcessEmbedder | None = None
+        chosen: Embedder
+        if not isinstance(embedder, str):
+            chosen = embedder
+        elif vectors_in_process:
+            chosen = make_embedder(embedder, embedding_model, api_base)
+        else:
+            path = None if chroma_url else Path(index_dir) / CHROMA_DIR  # the vector process of the store
+            chosen = own = ProcessEmbedder(embedder, embedding_model, api_base, path=path, url=chroma_url)
+        try:
+            index = cls(
+                Path(root),
+                Path(index_dir),
+                vault_filter=VaultFilter(tuple(exclude), chat_folder),
+                embedder=chosen,
+                chroma_url=chroma_url,
+                vectors_in_process=vectors_in_process,
+            )
+        except BaseException:
+            if own is not None:
+                own.close()
+            raise
+        index._own_embedder = own
+        return index
 
     # -- notes ---------------------------------------------------------------------------------------------------
 
@@ -424,6 +442,8 @@ class VaultIndex:
         if self._vectors is not None:
             self._vectors.close()
             self._vectors = None
+        if self._own_embedder is not None:
+            self._own_embedder.close()
         self.lexical.close()
 
 
