@@ -15,6 +15,7 @@ import pytest
 
 from app.vault.embedding import FakeEmbedder
 from app.vault.index import VaultIndex
+from app.vault.process_embedder import ProcessEmbedder
 from tests.vault.test_index import make_vault
 
 
@@ -67,8 +68,8 @@ def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def test_index_and_search_on_server(tmp_path: Path, chroma_url: str) -> None:
     vault = make_vault(tmp_path / "vault")
-    embedder = FakeEmbedder()
-    index = VaultIndex.open(vault, tmp_path / "index", embedder=embedder, chroma_url=chroma_url)
+    # As the app runs it: the store and the embedder in the vector process of the server's URL.
+    index = VaultIndex.open(vault, tmp_path / "index", embedder="fake", chroma_url=chroma_url, vectors_in_process=False)
     try:
         index.build_lexical()
         first = index.fill_vectors()
@@ -76,9 +77,11 @@ def test_index_and_search_on_server(tmp_path: Path, chroma_url: str) -> None:
         assert index.search("how to brew espresso at home", mode="vector")[0].path == "Cooking/café.md"
         assert index.search("espresso", limit=1)[0].path == "Cooking/café.md"
         assert not (tmp_path / "index" / "chroma").exists()  # nothing stored locally
+        assert isinstance(index.embedder, ProcessEmbedder)
+        assert index.embedder.pid is not None
     finally:
         index.close()
-    again = VaultIndex.open(vault, tmp_path / "index", embedder=embedder, chroma_url=chroma_url)
+    again = VaultIndex.open(vault, tmp_path / "index", embedder=FakeEmbedder(), chroma_url=chroma_url)
     try:
         again.build_lexical()
         assert again.fill_vectors().embedded == 0  # the server kept them

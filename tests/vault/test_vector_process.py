@@ -1,5 +1,5 @@
 """ProcessVectorStore: the same answers as the in-process store, errors and crashes of the vector process, no
-orphans, and an app process that never imports chromadb."""
+orphans, and an app process that never imports chromadb or the embedder's libraries."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import app.vault.vector_process as vector_process
-from app.vault.embedding import FakeEmbedder
+from app.vault.embedding import FakeEmbedder, minilm_files
 from app.vault.index import VaultIndex
 from app.vault.vector_process import ProcessVectorStore, VectorProcessError, VectorStoreError
 from app.vault.vectors import ChromaVectorStore
@@ -210,7 +210,7 @@ def test_threads_share_one_store(store: ProcessVectorStore) -> None:
 ORPHAN_SCRIPT = """
 import os, sys, time
 from pathlib import Path
-from app.vault.embedding import FakeEmbedder
+from app.vault.embedding import FakeEmbedder, minilm_files
 from app.vault.vector_process import ProcessVectorStore
 
 store = ProcessVectorStore(FakeEmbedder(), path=Path(sys.argv[1]), name="orphan-test")
@@ -247,28 +247,32 @@ def test_vector_process_exits_with_its_app(tmp_path: Path, pipes: str) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
-NO_CHROMADB_SCRIPT = """
+HEAVY_MODULES = ("chromadb", "onnxruntime", "tokenizers", "litellm", "numpy")  # each import stalls the GIL
+NO_HEAVY_IMPORTS_SCRIPT = """
 import json, sys
 from pathlib import Path
 from app.config import AppConfig
 from app.services import open_vault_index
 
-index = open_vault_index(AppConfig.load(), Path(sys.argv[1]), "fake")
+index = open_vault_index(AppConfig.load(), Path(sys.argv[1]), sys.argv[2])
 index.build_lexical()
 filled = index.fill_vectors().embedded
 hits = index.search("how to brew espresso at home", mode="vector")
 hybrid = index.search("espresso")
 index.close()
 print(json.dumps({"filled": filled, "top": hits[0].path if hits else "", "hybrid": len(hybrid),
-                  "chromadb": sorted(m for m in sys.modules if m.split(".")[0] == "chromadb")}))
+                  "loaded": sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[3:]))}))
 """
 
 
-def test_app_process_never_imports_chromadb(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["fake", "local"])
+def test_app_process_never_imports_chromadb_or_the_embedder(tmp_path: Path, backend: str) -> None:
+    if backend == "local" and not all(path.is_file() for path in minilm_files()):
+        pytest.skip("the local embedding model is not installed")
     vault = make_vault(tmp_path / "vault")
     env = {**os.environ, "SIDENOTE_HOME": str(tmp_path / "home")}
     done = subprocess.run(
-        [sys.executable, "-c", NO_CHROMADB_SCRIPT, str(vault)],
+        [sys.executable, "-c", NO_HEAVY_IMPORTS_SCRIPT, str(vault), backend, *HEAVY_MODULES],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -280,7 +284,7 @@ def test_app_process_never_imports_chromadb(tmp_path: Path) -> None:
     assert figures["filled"] > 0
     assert figures["top"] == "Cooking/café.md"
     assert figures["hybrid"] > 0
-    assert figures["chromadb"] == []
+    assert figures["loaded"] == []
     assert list((tmp_path / "home").rglob("chroma.sqlite3"))  # the vectors were stored, by the vector process
 
 
