@@ -274,7 +274,8 @@ class Workspace:
             index.build_lexical(progress)
         progress(None)
         try:
-            with without_gc_pauses():  # chromadb and the embedding model load here, once
+            # Starts the vector process (chromadb and the embedding model load there) and waits for its model.
+            with without_gc_pauses():
                 index.vectors()
                 index.embedder.embed(["warm up"])
         except Exception as exc:  # the vector side is optional: lexical search keeps working
@@ -307,8 +308,9 @@ def _summary(entry: Any) -> ChatSummary:
 
 
 def _lower_this_thread_priority(niceness: int = 10) -> None:
-    # Indexing is background work: on Linux a thread has its own nice value, and the embedder's compute threads
-    # (created later from this thread) inherit it, so the window and the model stream keep their CPU share.
+    # Indexing is background work: this thread still reads and chunks notes for the vector fill (and builds the
+    # lexical index itself if its child process fails). On Linux a thread has its own nice value, so the window
+    # and the model stream keep their CPU share.
     setpriority = getattr(os, "setpriority", None)
     native_id = threading.get_native_id()
     if setpriority is None or not sys.platform.startswith("linux"):

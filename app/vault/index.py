@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.core.search import IndexProgress, SearchFilters, SearchHit, fuse_rrf
-from app.vault.chunking import chunk_note, embedding_text
+from app.vault.chunking import chunk_note
 from app.vault.embedding import Embedder, make_embedder
 from app.vault.lexical import ChunkRow, LexicalStore
 from app.vault.note import Note
 from app.vault.parsing import NoteReadError, parse_note, read_note_text
 from app.vault.process_embedder import ProcessEmbedder
 from app.vault.scanning import NoteFile, VaultFilter, safe_note_path, scan_vault
+from app.vault.vector_fill import FillReport, VectorFill
 from app.vault.vector_process import ProcessVectorStore
 from app.vault.vectors import ChromaVectorStore, VectorStore, collection_name
 from app.vault.watcher import VaultChange, VaultWatcher
@@ -51,17 +52,6 @@ class SyncReport:
     unchanged: int = 0
     seconds: float = 0.0
     skipped: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class FillReport:
-    """What a vector fill did."""
-
-    embedded: int = 0
-    seconds: float = 0.0
-    remaining: int = 0
-    stopped: bool = False
-    embed_seconds: float = 0.0
 
 
 class VaultIndex:
@@ -307,46 +297,8 @@ class VaultIndex:
     ) -> FillReport:
         """Embed every chunk without a vector (or `max_chunks` of them), batch by batch: notes in the `prefer`
         folders (say, the open project) first, then the most recently modified."""
-        started = time.monotonic()
-        report = FillReport()
-        store = self.vectors()
-        orphans = self.lexical.orphan_embeddings()
-        if orphans:
-            store.delete(orphans)
-            self.lexical.forget_embeddings(orphans)
-        done_before, total = self.lexical.embedding_counts()
-        todo = total - done_before if max_chunks is None else min(total - done_before, max_chunks)
-        self._dirty.clear()
-        while not self._stopped(stop_event) and report.embedded < todo:
-            # One pending query per window (it scans every chunk), then embed and commit batch by batch.
-            self._dirty.clear()  # before the query: a change committed after it sets the flag again
-            window = self.lexical.pending_embeddings(min(batch * 8, todo - report.embedded), prefer)
-            if not window:
-                break
-            for start in range(0, len(window), batch):
-                if self._stopped(stop_event) or (self._dirty.is_set() and max_chunks is None):
-                    break  # stop, or a note just changed: re-query so its chunks go first (newest first)
-                pending = window[start : start + batch]
-                texts = [embedding_text(title, heading, text) for _, title, heading, text in pending]
-                t0 = time.monotonic()
-                vectors = self.embedder.embed(texts)
-                report.embed_seconds += time.monotonic() - t0
-                hashes = [h for h, _, _, _ in pending]
-                store.upsert(hashes, vectors)
-                self.lexical.mark_embedded(hashes)
-                report.embedded += len(hashes)
-                if progress:
-                    elapsed = time.monotonic() - started
-                    progress(IndexProgress("vectors", min(report.embedded, todo), max(todo, report.embedded), elapsed))
-        done, total = self.lexical.embedding_counts()
-        report.remaining = total - done
-        report.stopped = bool(stop_event and stop_event.is_set())
-        report.seconds = time.monotonic() - started
-        return report
-
-    @staticmethod
-    def _stopped(stop_event: threading.Event | None) -> bool:
-        return stop_event is not None and stop_event.is_set()
+        fill = VectorFill(self.lexical, self.vectors(), self.embedder, self._dirty)
+        return fill.run(progress, stop_event, batch, max_chunks, prefer)
 
     def run_vector_filler(self, stop_event: threading.Event, progress: Progress | None = None) -> None:
         """Keep vectors filled until stopped: fill, then sleep until the lexical index changes (run in a thread).
