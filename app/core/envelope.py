@@ -239,21 +239,27 @@ class PromptContextEngine:
         return full
 
     @staticmethod
-    def _full_copies(request: EnvelopeRequest) -> dict[str, str | None]:
-        """identity → the content of its latest full copy in the history, as the model read it (None: an error)."""
-        out: dict[str, str | None] = {}
+    def _full_copies(request: EnvelopeRequest) -> dict[str, tuple[str | None, bool]]:
+        """identity → (its latest full copy in the history as the model read it, None for an error; whether an
+        update of it follows that copy)."""
+        out: dict[str, tuple[str | None, bool]] = {}
         for message in request.history:
             for fragment in message.sent:
-                if fragment.item_hash and fragment.source.startswith("turn:") and fragment.kept:
-                    out[fragment.source.split(":", 1)[1]] = block_content(fragment.text)
+                if not (fragment.item_hash and fragment.kept):
+                    continue
+                kind, _, identity = fragment.source.partition(":")
+                if kind == "turn":
+                    out[identity] = (block_content(fragment.text), False)
+                elif kind == "update" and identity in out:
+                    out[identity] = (out[identity][0], True)
         return out
 
-    def _changed_fragment(self, item: ContextItem, base: str | None) -> Fragment:
+    def _changed_fragment(self, item: ContextItem, copy: tuple[str | None, bool] | None) -> Fragment:
         """A changed item: its changes from the full copy in the history when much smaller, else in full."""
         full = self._item_fragment(item, Layer.L3_TURN, updated=True)
-        if base is None or item.error:
+        if copy is None or copy[0] is None or item.error:
             return full
-        update = item.render_update(base)
+        update = item.render_update(copy[0], after_update=copy[1])
         if len(update) > UPDATE_MAX_SHARE * len(full.text):
             return full
         return Fragment(f"update:{item.identity}", Layer.L3_TURN, update, item_hash=item.content_hash)

@@ -74,7 +74,8 @@ class ContextRef:
         return cls(RefKind.URL, url)
 
 
-UPDATE_LEAD = "Changes since its full copy above (they include any earlier update):"
+UPDATE_LEAD = "Changes since its full copy above:"
+UPDATE_LEAD_AGAIN = "Changes since its full copy above, including the earlier update:"
 UPDATE_UNCHANGED = "Back to the text of its full copy above: earlier updates no longer apply."
 
 # Tag names per item kind (shared/spec/context-blocks.md).
@@ -146,8 +147,11 @@ class ContextItem:
         content = self.content if self.content_escaped else escape_content(self.content)
         return content.removesuffix("\n")
 
-    def render_update(self, base: str) -> str:
-        """This item's changes since its full copy `base` (as in that block), as an update block."""
+    def render_update(self, base: str, *, after_update: bool = False) -> str:
+        """This item's changes since its full copy `base` (as in that block), as an update block.
+
+        `after_update`: an earlier update of it is in the conversation (this one replaces it, both count from base).
+        """
         tag = _TAGS.get(self.kind, "note_context") + "_update"
         if self.kind is RefKind.URL:
             fields = [("url", self.url or self.identity)]
@@ -155,8 +159,7 @@ class ContextItem:
             fields = [("path", self.path)]
             if self.kind is RefKind.SELECTION:
                 fields += [("start_line", str(self.start_line)), ("end_line", str(self.end_line))]
-            else:
-                fields.append(("mtime", self.mtime))
+        # No mtime: the update stays in every later request, and where it sits in the conversation says when.
         current = self.content_view
         if current == base:
             child, body = "", UPDATE_UNCHANGED
@@ -165,7 +168,8 @@ class ContextItem:
             child, body = "appended", current[len(base) :].lstrip("\n")
         else:
             child, body = "diff", line_changes(base, current)
-        lines = [render_block(tag, fields).removesuffix(f"\n</{tag}>"), UPDATE_LEAD if child else body]
+        lead = UPDATE_LEAD_AGAIN if after_update else UPDATE_LEAD
+        lines = [render_block(tag, fields).removesuffix(f"\n</{tag}>"), lead if child else body]
         if child:
             lines += [f"<{child}>", body, f"</{child}>"]
         lines.append(f"</{tag}>")

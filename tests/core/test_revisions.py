@@ -42,7 +42,7 @@ def test_an_append_is_shown_as_the_added_text() -> None:
     base = note("# T\nbody\n")
     update = note("# T\nbody\n\n## New\nmore\n").render_update(base.content_view)
     assert "<appended>\n## New\nmore\n</appended>" in update
-    assert update.startswith("<note_context_update>\n<path>n.md</path>\n<mtime>")
+    assert update.startswith("<note_context_update>\n<path>n.md</path>\nChanges since its full copy above:\n")
     assert "<content>" not in update
 
 
@@ -86,3 +86,25 @@ def test_an_unchanged_item_whose_full_copy_is_in_the_history_is_a_reference() ->
     turn = "\n".join(f.text for f in envelope.turn_fragments)
     assert "- n.md" in turn
     assert "<content>" not in turn
+
+
+def test_a_second_update_says_it_counts_from_the_full_copy_too() -> None:
+    from app.core.envelope import EnvelopeRequest, HistoryMessage, PromptContextEngine
+    from app.core.fragments import Fragment, Layer
+
+    first, second, third = note("# T\nbody\n"), note("# T\nbody\nmore\n"), note("# T\nbody\nmore\nagain\n")
+    sent = Fragment("turn:n.md", Layer.L3_TURN, first.render(), item_hash=first.content_hash)
+    update = second.render_update(first.content_view)
+    assert "including the earlier update" not in update
+    updated = Fragment("update:n.md", Layer.L3_TURN, update, item_hash=second.content_hash)
+    history = (
+        HistoryMessage("user", "q", (sent,)),
+        HistoryMessage("assistant", "a"),
+        HistoryMessage("user", "q2", (updated,)),
+        HistoryMessage("assistant", "a2"),
+    )
+    envelope = PromptContextEngine().build(
+        EnvelopeRequest("again", history=history, attachments=(third,), sent_hashes={"n.md": second.content_hash})
+    )
+    turn = "\n".join(f.text for f in envelope.turn_fragments)
+    assert "Changes since its full copy above, including the earlier update:\n<appended>\nmore\nagain\n" in turn
