@@ -38,6 +38,11 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def peak_child_rss_mb() -> float:
+    """Peak resident memory of the largest child process that has ended (the vector process, once closed), in MB."""
+    return round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0..100) by nearest rank."""
     ordered = sorted(values)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from vault_common import emit, index_dir, peak_rss_mb, vault_or_skip
+from vault_common import emit, index_dir, peak_child_rss_mb, peak_rss_mb, vault_or_skip
 
 
 class RecordingEmbedder:
@@ -131,6 +131,7 @@ def main() -> int:
     done, total = index.vector_coverage()
     figures.update(vectors_done=done, vectors_total=total, peak_rss_mb=peak_rss_mb())
     index.close()
+    figures["peak_vector_process_rss_mb"] = peak_child_rss_mb()  # ended and reaped by close()
     emit(figures)
     return 0
 

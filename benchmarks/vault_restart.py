@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from vault_common import emit, index_dir, peak_rss_mb, vault_or_skip
+from vault_common import emit, index_dir, peak_child_rss_mb, peak_rss_mb, vault_or_skip
 
 
 class CountingEmbedder:
@@ -75,6 +75,7 @@ def main() -> int:
         "peak_rss_mb": peak_rss_mb(),
     }
     index.close()
+    figures["peak_vector_process_rss_mb"] = peak_child_rss_mb()  # ended and reaped by close()
     emit(figures)
     return 0
 
