@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from app.core.chat import DEFAULT_PROJECT, Project
 from app.ui.gc_pauses import without_gc_pauses
 from app.ui.rendering import heading_line
-from app.vault.lexical_process import LexicalBuildError, build_lexical_in_child
+from app.vault.lexical_process import LexicalBuildError
 from app.vault.parsing import read_note_text
 from app.vault.scanning import VaultFilter, safe_note_path, scan_vault
 
@@ -264,9 +264,11 @@ class Workspace:
         if index is None:
             return
         _lower_this_thread_priority()
+        # In a child process: parsing thousands of notes here would share the GIL with the GUI thread. So do
+        # the watcher's big batches (a git pull) from now on.
+        index.lexical_in_child = True
         try:
-            # In a child process: parsing thousands of notes here would share the GIL with the GUI thread.
-            build_lexical_in_child(index, progress, self._stop)
+            index.sync_lexical_in_child(progress, self._stop)
         except LexicalBuildError as exc:
             if self._stop.is_set():
                 return

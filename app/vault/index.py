@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.core.search import IndexProgress, SearchFilters, SearchHit, fuse_rrf
-from app.vault.chunking import chunk_note
 from app.vault.embedding import Embedder, make_embedder
 from app.vault.lexical import ChunkRow, LexicalStore
+from app.vault.lexical_sync import LexicalSync
 from app.vault.note import Note
 from app.vault.parsing import NoteReadError, parse_note, read_note_text
 from app.vault.process_embedder import ProcessEmbedder
-from app.vault.scanning import NoteFile, VaultFilter, safe_note_path, scan_vault
+from app.vault.scanning import VaultFilter, safe_note_path
 from app.vault.vector_fill import FillReport, VectorFill
 from app.vault.vector_process import ProcessVectorStore
 from app.vault.vectors import ChromaVectorStore, VectorStore, collection_name
@@ -38,23 +36,10 @@ log = logging.getLogger(__name__)
 Progress = Callable[[IndexProgress], None]
 DB_NAME = "index.sqlite3"
 CHROMA_DIR = "chroma"
-_COMMIT_EVERY = 300
 _FILTER_ID_CAP = 20_000
 
 
-@dataclass
-class SyncReport:
-    """What a lexical sync did."""
-
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    seconds: float = 0.0
-    skipped: dict[str, str] = field(default_factory=dict)
-
-
-class VaultIndex:
+class VaultIndex(LexicalSync):
     """Lexical + vector index of one vault, with search and watching."""
 
     def __init__(
@@ -86,6 +71,7 @@ class VaultIndex:
         self._fillers: list[tuple[threading.Event, threading.Thread]] = []
         self._search_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sidenote-search")
         self._own_embedder: ProcessEmbedder | None = None  # made by `open`, so closed with the index
+        self.lexical_in_child = False  # the window sets it: big syncs then parse notes in a child process
         stored = self.lexical.meta("model_id")
         if stored != embedder.model_id:
             if stored:
@@ -158,92 +144,6 @@ class VaultIndex:
             log.info("Cannot read note %s: %s", path, exc)
             return None
         return parse_note(path, text, mtime=info.st_mtime, ctime=info.st_ctime, warnings=warnings)
-
-    # -- lexical -------------------------------------------------------------------------------------------------
-
-    def build_lexical(self, progress: Progress | None = None) -> SyncReport:
-        """Bring the lexical index in line with the vault: new, changed and removed notes only."""
-        started = time.monotonic()
-        report = SyncReport()
-        if not self.root.is_dir():
-            # An unmounted or moved vault must not empty the index (and cost a full re-embed later).
-            log.warning("The vault folder %s is missing; the index is left as it was", self.root)
-            report.skipped[""] = "the vault folder is missing"
-            return report
-        with self._write_lock:
-            files = scan_vault(self.root, self.filter)
-            stored = self.lexical.note_states()
-            seen = {f.path for f in files}
-            removed = [p for p in stored if p not in seen]
-            todo = [f for f in files if stored.get(f.path) != (f.size, f.mtime_ns)]
-            report.unchanged = len(files) - len(todo)
-            self.lexical.remove_notes(removed)
-            report.removed = len(removed)
-            last = 0.0
-            for done, file in enumerate(todo, start=1):
-                self._index_file(file, stored, report)
-                if done % _COMMIT_EVERY == 0:
-                    self.lexical.commit()
-                now = time.monotonic()
-                if progress and (now - last > 0.2 or done == len(todo)):
-                    last = now
-                    progress(IndexProgress("lexical", done, len(todo), now - started))
-            self.lexical.commit()
-        if report.added or report.updated or report.removed:
-            self._dirty.set()
-        report.seconds = time.monotonic() - started
-        return report
-
-    def _index_file(self, file: NoteFile, stored: dict[str, tuple[int, int]], report: SyncReport) -> None:
-        try:
-            text, warnings = read_note_text(self.root / file.path)
-        except NoteReadError as exc:
-            report.skipped[file.path] = str(exc)
-            log.warning("Not indexing %s: %s", file.path, exc)
-            if not (self.root / file.path).exists():
-                self.lexical.remove_notes([file.path])  # renamed or deleted while we were reading
-            return
-        for warning in warnings:
-            log.warning("%s: %s", file.path, warning)
-        note = parse_note(file.path, text, mtime=file.mtime, ctime=file.ctime, warnings=warnings)
-        self.lexical.put_note(note, file.size, file.mtime_ns, chunk_note(note))
-        if file.path in stored:
-            report.updated += 1
-        else:
-            report.added += 1
-
-    def apply_changes(self, changes: Sequence[VaultChange]) -> SyncReport:
-        """Update the index for watcher changes (folder changes fall back to a full sync, which is cheap)."""
-        if any(c.is_directory for c in changes) or len(changes) > 200 or not self.root.is_dir():
-            return self.build_lexical()
-        started = time.monotonic()
-        report = SyncReport()
-        with self._write_lock:
-            stored = self.lexical.note_states()
-            for change in changes:
-                targets = [change.path] if change.kind != "moved" else [change.path, change.dest]
-                for rel in targets:
-                    path = self.root / rel
-                    try:
-                        info = path.stat()
-                    except OSError:
-                        if rel in stored:
-                            self.lexical.remove_notes([rel])
-                            report.removed += 1
-                        continue
-                    if self.filter.skips(rel):
-                        continue
-                    file = NoteFile(rel, info.st_size, info.st_mtime_ns, float(info.st_ctime))
-                    self._index_file(file, stored, report)
-            self.lexical.commit()
-        self._dirty.set()
-        report.seconds = time.monotonic() - started
-        return report
-
-    def lexical_changed(self, changed: bool) -> None:
-        """Another process (app.vault.lexical_process) synced the lexical index: wake the vector fill if needed."""
-        if changed:
-            self._dirty.set()
 
     # -- vectors -------------------------------------------------------------------------------------------------
 

@@ -20,16 +20,30 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.core.search import IndexProgress
+from app.vault.embedding import Embedder
+from app.vault.scanning import VaultFilter
 
 if TYPE_CHECKING:
-    from app.vault.index import SyncReport, VaultIndex
+    from app.vault.lexical_sync import SyncReport
 
 log = logging.getLogger(__name__)
 
 _BOOTSTRAP = "import sys; sys.path[:] = sys.argv[2:]; from app.vault.lexical_process import main; main(sys.argv[1])"
+
+
+class SyncedIndex(Protocol):
+    """What the child needs to know of the index it syncs (a VaultIndex)."""
+
+    root: Path
+    index_dir: Path
+    filter: VaultFilter
+    embedder: Embedder
+
+    def lexical_changed(self, changed: bool) -> None:
+        """The child changed the lexical index (or not)."""
 
 
 class LexicalBuildError(RuntimeError):
@@ -37,10 +51,10 @@ class LexicalBuildError(RuntimeError):
 
 
 def build_lexical_in_child(
-    index: VaultIndex, progress: Callable[[IndexProgress], None] | None = None, stop: threading.Event | None = None
+    index: SyncedIndex, progress: Callable[[IndexProgress], None] | None = None, stop: threading.Event | None = None
 ) -> SyncReport:
     """Run `index.build_lexical` in a child process; raise LexicalBuildError when it fails or is stopped."""
-    from app.vault.index import SyncReport
+    from app.vault.lexical_sync import SyncReport
 
     if stop is not None and stop.is_set():
         raise LexicalBuildError("The lexical build in a child process was stopped before it started.")
@@ -51,15 +65,18 @@ def build_lexical_in_child(
         "chat_folder": index.filter.chat_folder,
         "model_id": index.embedder.model_id,
     }
-    process = subprocess.Popen(
-        [sys.executable, "-c", _BOOTSTRAP, json.dumps(spec), *sys.path],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
-    )
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _BOOTSTRAP, json.dumps(spec), *sys.path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
+        )
+    except OSError as exc:  # no interpreter to start (a frozen build), too many processes, ...
+        raise LexicalBuildError(f"The lexical build could not start a child process: {exc}") from exc
     errors: list[str] = []
     drain = threading.Thread(target=_collect, args=(process.stderr, errors), daemon=True)
     drain.start()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import app.vault.index as index_module
+import app.vault.lexical_sync as sync_module
 from app.vault.embedding import FakeEmbedder
 from app.vault.index import VaultIndex
 from app.vault.parsing import MAX_NOTE_BYTES, NoteReadError, read_note_text
@@ -87,7 +87,7 @@ def test_symlink_loop(index: VaultIndex, vault: Path) -> None:
 
 def test_unreadable_file(index: VaultIndex, vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(vault, "locked.md", "secret")
-    real = index_module.read_note_text
+    real = sync_module.read_note_text
 
     def guarded(path: Path, max_bytes: int = MAX_NOTE_BYTES) -> tuple[str, tuple[str, ...]]:
         if path.name == "locked.md":  # tests run as root, which ignores chmod; raise what open() would
@@ -97,7 +97,7 @@ def test_unreadable_file(index: VaultIndex, vault: Path, monkeypatch: pytest.Mon
                 raise NoteReadError("permission denied") from exc
         return real(path, max_bytes)
 
-    monkeypatch.setattr(index_module, "read_note_text", guarded)
+    monkeypatch.setattr(sync_module, "read_note_text", guarded)
     report = index.build_lexical()
     assert report.skipped == {"locked.md": "permission denied"}
     still_works(index)
@@ -113,7 +113,7 @@ def test_file_deleted_between_listing_and_reading(
         (vault / "ghost.md").unlink()
         return files
 
-    monkeypatch.setattr(index_module, "scan_vault", scan_then_delete)
+    monkeypatch.setattr(sync_module, "scan_vault", scan_then_delete)
     report = index.build_lexical()
     assert "no longer exists" in report.skipped["ghost.md"]
     assert "ghost.md" not in index.list_notes()
@@ -124,17 +124,17 @@ def test_note_renamed_while_indexed(index: VaultIndex, vault: Path, monkeypatch:
     write(vault, "before.md", "# Moving\nwandering note\n")
     index.build_lexical()
     write(vault, "before.md", "# Moving\nwandering note, edited\n")
-    real = index_module.read_note_text
+    real = sync_module.read_note_text
 
     def rename_first(path: Path, max_bytes: int = MAX_NOTE_BYTES) -> tuple[str, tuple[str, ...]]:
         if path.name == "before.md" and path.exists():
             path.rename(path.with_name("after.md"))
         return real(path, max_bytes)
 
-    monkeypatch.setattr(index_module, "read_note_text", rename_first)
+    monkeypatch.setattr(sync_module, "read_note_text", rename_first)
     index.build_lexical()
     assert "before.md" not in index.list_notes()
-    monkeypatch.setattr(index_module, "read_note_text", real)
+    monkeypatch.setattr(sync_module, "read_note_text", real)
     index.build_lexical()  # the next sync (or the watcher) finds the new name
     assert [h.path for h in index.search("wandering", mode="lexical")] == ["after.md"]
     still_works(index)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from app.core.search import IndexProgress
 from app.vault.embedding import FakeEmbedder
 from app.vault.index import VaultIndex
 from app.vault.lexical_process import LexicalBuildError, build_lexical_in_child
+from app.vault.watcher import VaultChange
 from tests.vault.test_index import make_vault, paths
 from tests.vault.vaultkit import write
 
@@ -69,3 +71,51 @@ def test_a_child_that_cannot_open_the_index_reports_why(index: VaultIndex, tmp_p
     index.index_dir = blocker / "index"  # the child cannot create its database under a file
     with pytest.raises(LexicalBuildError, match="child process"):
         build_lexical_in_child(index)
+
+
+def _bulk_edit(root: Path, count: int, word: str) -> list[VaultChange]:
+    changes = []
+    for number in range(count):
+        write(root, f"Bulk/{number}.md", f"# Note {number}\nA {word} in note {number}.\n")
+        changes.append(VaultChange("created", f"Bulk/{number}.md"))
+    return changes
+
+
+def test_a_big_watcher_batch_is_parsed_in_a_child(index: VaultIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    index.build_lexical()
+    index.lexical_in_child = True
+    changes = _bulk_edit(index.root, 60, "zebrafish")
+
+    def parsed_here(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a note was parsed in this process")
+
+    monkeypatch.setattr("app.vault.lexical_sync.parse_note", parsed_here)
+    report = index.apply_changes(changes)
+    assert (report.added, report.updated, report.unchanged) == (60, 0, 6)
+    assert len(index.search("zebrafish", mode="lexical", limit=100)) == 60
+
+
+def test_a_small_watcher_batch_stays_in_process(index: VaultIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    index.build_lexical()
+    index.lexical_in_child = True
+    changes = _bulk_edit(index.root, 5, "axolotl")
+
+    def child(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a child process for five notes")
+
+    monkeypatch.setattr("app.vault.lexical_sync.build_lexical_in_child", child)
+    assert index.apply_changes(changes).added == 5
+    assert len(index.search("axolotl", mode="lexical")) == 5
+
+
+def test_a_big_batch_is_synced_here_when_no_child_can_start(
+    index: VaultIndex, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    index.build_lexical()
+    index.lexical_in_child = True
+    changes = _bulk_edit(index.root, 60, "okapi")
+    monkeypatch.setattr(sys, "executable", str(index.root / "no-such-python"))
+    report = index.apply_changes(changes)
+    assert report.added == 60
+    assert "could not start a child process" in caplog.text
+    assert len(index.search("okapi", mode="lexical", limit=100)) == 60
