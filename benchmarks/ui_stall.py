@@ -17,9 +17,11 @@ import contextlib
 import faulthandler
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -68,10 +70,24 @@ def main() -> int:
     parser.add_argument(
         "--trace-stalls", type=Path, default=None, help="dump every thread's stack here when a tick is 40 ms late"
     )
+    parser.add_argument(
+        "--bulk-edit",
+        type=int,
+        default=0,
+        help="N: on a private copy of the vault, another process appends a line to N notes 3 s after the lexical "
+        "build (a git pull); reports the longest stall in the 20 s after it",
+    )
+    parser.add_argument(
+        "--bulk-in-process", action="store_true", help="index that batch in this process (the old way), to compare"
+    )
     args = parser.parse_args()
     if not args.vault.is_dir():
         print(json.dumps({"skipped": f"{args.vault} is absent"}))
         return 0
+    if args.bulk_edit:
+        copy = Path(tempfile.mkdtemp(prefix="sidenote-ui-stall-vault-")) / args.vault.name
+        shutil.copytree(args.vault, copy)
+        args.vault = copy
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ["SIDENOTE_HOME"] = tempfile.mkdtemp(prefix="sidenote-ui-stall-")
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
@@ -125,12 +141,37 @@ def main() -> int:
         lexical_done_at: list[float] = []
         started = time.perf_counter()
 
+        bulk_at: list[float] = []
+        bulk_indexed: list[int] = []
+
+        def bulk_edit() -> None:
+            index = window.session.workspace.services.index  # type: ignore[union-attr]
+            if args.bulk_in_process:
+                index.lexical_in_child = False
+            bulk_at.append(time.perf_counter())
+            # Another process picks and edits the notes, as git would (listing 9,746 files here would stall).
+            code = (
+                "import pathlib, sys\n"
+                "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.md'))[: int(sys.argv[2])]:\n"
+                "    open(p, 'a').write('\\n\\nBulk edit zqxbulkmark\\n')"
+            )
+            subprocess.Popen([sys.executable, "-c", code, str(args.vault), str(args.bulk_edit)])
+
+            def count() -> None:  # off the GUI thread, 15 s later: how many of the edits the index has
+                time.sleep(15)
+                hits = index.search("zqxbulkmark", mode="lexical", limit=args.bulk_edit + 10)
+                bulk_indexed.append(len(hits))
+
+            threading.Thread(target=count, daemon=True).start()
+
         def on_progress(value: object) -> None:
             phase = getattr(value, "phase", "")
             if phase:
                 progress[phase] = (int(value.done), int(value.total))  # type: ignore[attr-defined]
                 if phase == "vectors" and not lexical_done_at:
                     lexical_done_at.append(time.perf_counter() - started)
+                    if args.bulk_edit:
+                        QTimer.singleShot(3000, bulk_edit)
 
         window.session.index_progress.connect(on_progress)
         replies = {"sent": 0, "done": 0, "chars": 0}
@@ -155,6 +196,15 @@ def main() -> int:
         qt_app.exec()
         heartbeat.stop()
         faulthandler.cancel_dump_traceback_later()
+        if args.bulk_edit:
+            after = [g for g, t in zip(gaps, times, strict=True) if bulk_at and 0 <= t - bulk_at[0] <= 20]
+            figures.update(
+                bulk_edit=args.bulk_edit,
+                bulk_in_child=not args.bulk_in_process,
+                bulk_max_stall_ms=round(max(after), 1) if after else None,
+                bulk_p99_stall_ms=round(percentile(after, 99), 1) if after else None,
+                bulk_notes_indexed_after_15s=bulk_indexed[0] if bulk_indexed else None,
+            )
         window.close()
         tasks.cancel_all()
         tasks.wait_all(60000)
