@@ -12,6 +12,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from importlib import resources
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from PySide6.QtGui import QColor, QIcon, QPalette
@@ -116,12 +117,35 @@ def load_config() -> tuple[AppConfig, str]:
         return AppConfig(), f"{exc}. Using default settings for now."
 
 
+LOG_FILE = "sidenote.log"
+
+
+def setup_logging(*, verbose: bool = False) -> Path | None:
+    """Log to stderr and to a rotating file in the log folder (a window started from a launcher has no stderr).
+
+    Returns the file, or None when the folder cannot be written (stderr only then).
+    """
+    level = logging.DEBUG if verbose else logging.WARNING
+    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    folder = AppDirs.from_env().log
+    path: Path | None = folder / LOG_FILE
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handlers.append(RotatingFileHandler(folder / LOG_FILE, maxBytes=1_000_000, backupCount=3, encoding="utf-8"))
+    except OSError:
+        path = None
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=handlers, force=True)
+    if path is None:
+        log.warning("The log folder %s cannot be written; logging to stderr only", folder)
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Open the window and run the event loop."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    setup_logging(verbose=args.verbose)
     tune_runtime()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
