@@ -27,7 +27,7 @@ from app.vault.chat_store import VaultChatStore
 from app.vault.history import ChatHistory
 from app.vault.index import VaultIndex
 from app.vault.projects import VaultProjects
-from app.vault.resolver import VaultContextResolver
+from app.vault.resolver import ScannedCatalog, VaultContextResolver
 from app.vault.scanning import VaultFilter
 from app.vault.web import UrlFetcher
 
@@ -162,12 +162,12 @@ def build_services(
     vault = Path(vault).expanduser().resolve()
     urls = UrlFetcher()
     index = open_vault_index(config, vault, embedder)
+    vault_filter = VaultFilter(tuple(config.exclude), config.chat_folder)
+    # Note paths from its own scan (cached briefly), not the index: the index may be half built while the window
+    # starts. Aliases from the index, which has every note's front matter parsed.
+    catalog = ScannedCatalog(vault, vault_filter, aliases=index.note_aliases)
     resolver = VaultContextResolver(
-        vault,
-        exclude=config.exclude,
-        chat_folder=config.chat_folder,
-        fetch_url=urls,
-        # Its own scan (cached briefly), not the index: the index may be half built while the window starts.
+        vault, exclude=config.exclude, chat_folder=config.chat_folder, fetch_url=urls, catalog=catalog
     )
     chosen_model = model if model is not None else config.model
     chosen_base = api_base if api_base is not None else config.api_base
@@ -216,7 +216,8 @@ def build_services(
         store=results,
         search=index,
         fetcher=urls,
-        vault_filter=VaultFilter(tuple(config.exclude), config.chat_folder),
+        vault_filter=vault_filter,
+        catalog=catalog,
     )
     agent = AgentRunner(
         tools,

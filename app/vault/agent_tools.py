@@ -107,7 +107,7 @@ class _VaultReader:
                 if self.filter.skips(candidate):
                     return f"{candidate} is not a note Sidenote reads (hidden, excluded, or a chat note)."
                 return candidate, path
-        found = LinkResolver(self.catalog.note_paths()).resolve(clean.removesuffix(".md"))
+        found = LinkResolver(self.catalog.note_paths(), self.catalog.note_aliases()).resolve(clean.removesuffix(".md"))
         if found.path is not None:
             return found.path, safe_note_path(self.root, found.path)
         if len(found.candidates) > 1:

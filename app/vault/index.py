@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -133,6 +133,10 @@ class VaultIndex(LexicalSync):
     def paths_with_tag(self, tag: str) -> Sequence[str]:
         """NoteCatalog: notes with a tag (nested tags included)."""
         return self.lexical.paths_with_tag(tag)
+
+    def note_aliases(self) -> Mapping[str, Sequence[str]]:
+        """NoteCatalog: each note's aliases."""
+        return self.lexical.aliases()
 
     def note(self, path: str) -> Note | None:
         """Read and parse one note now (None when it cannot be read)."""

@@ -12,7 +12,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -42,14 +42,28 @@ class NoteCatalog(Protocol):
         """Notes carrying the tag or one nested under it, sorted."""
         ...
 
+    def note_aliases(self) -> Mapping[str, Sequence[str]]:
+        """Each note's `aliases` from its front matter, so `[[an alias]]` finds the note."""
+        ...
+
 
 class ScannedCatalog:
-    """A NoteCatalog that scans the vault itself (a couple of seconds of caching); fine for small vaults."""
+    """A NoteCatalog that scans the vault itself (a couple of seconds of caching); fine for small vaults.
 
-    def __init__(self, root: Path, vault_filter: VaultFilter, ttl: float = 2.0) -> None:
+    Aliases come from `aliases` (the index has them parsed; a scan would have to parse every note).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        vault_filter: VaultFilter,
+        ttl: float = 2.0,
+        aliases: Callable[[], Mapping[str, Sequence[str]]] | None = None,
+    ) -> None:
         self._root = root
         self._filter = vault_filter
         self._ttl = ttl
+        self._aliases = aliases
         self._lock = threading.Lock()
         self._at = -1e9
         self._paths: list[str] = []
@@ -61,6 +75,16 @@ class ScannedCatalog:
                 self._paths = [f.path for f in scan_vault(self._root, self._filter)]
                 self._at = time.monotonic()
             return list(self._paths)
+
+    def note_aliases(self) -> Mapping[str, Sequence[str]]:
+        """The aliases source's answer, or none (a broken index must not break link resolution)."""
+        if self._aliases is None:
+            return {}
+        try:
+            return self._aliases()
+        except Exception as exc:  # noqa: BLE001 - aliases are a convenience; paths and titles still resolve
+            log.warning("Note aliases are unavailable: %s", exc)
+            return {}
 
     def paths_with_tag(self, tag: str) -> Sequence[str]:
         """Parse the notes mentioning the tag's text and keep those that carry it."""
@@ -118,6 +142,10 @@ class VaultContextResolver:
             return [ContextItem.failed(ref, f"It could not be read: {exc}.")]
         return [ContextItem.failed(ref, f"Sidenote cannot attach items of kind {ref.kind}.")]
 
+    def link_resolver(self) -> LinkResolver:
+        """Wikilink resolution over the vault's notes now: paths, titles, then aliases."""
+        return LinkResolver(self._catalog.note_paths(), self._catalog.note_aliases())
+
     def resolve_note_path(self, name: str) -> tuple[str | None, tuple[str, ...]]:
         """Find a note by full vault path, then by unique basename; ambiguous names give the candidates."""
         clean = name.strip().replace("\\", "/").lstrip("/")
@@ -128,7 +156,7 @@ class VaultContextResolver:
                 return None, ()
             if candidate.lower().endswith(".md") and path.is_file():
                 return candidate, (candidate,)
-        found = LinkResolver(self._catalog.note_paths()).resolve(clean)
+        found = self.link_resolver().resolve(clean)
         return found.path, found.candidates
 
     def expand_embeds(self, text: str, source: str) -> str:
@@ -157,7 +185,7 @@ class VaultContextResolver:
                     Path(link.target).suffix and not link.target.lower().endswith(".md")
                 ):
                     continue  # media and other files are named by the embed text, not expanded
-                resolver = resolver or LinkResolver(self._catalog.note_paths())
+                resolver = resolver or self.link_resolver()
                 pieces.append(escape_content(line[pos : match.start()]))
                 pieces.append("\n" + self._embedded_block(resolver, link.target, link.heading, link.block_id, source))
                 pieces.append("\n")

@@ -47,3 +47,18 @@ def test_vault_search_mode_sends_a_local_search_block(tmp_path: Path) -> None:
         assert sent.rstrip().endswith("What commission did we settle on?")
     finally:
         services.close()
+
+
+def test_links_and_the_agent_find_notes_by_their_aliases(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(DEMO_VAULT, vault)
+    assert "  - PL spec\n" in (vault / "Piano Lessons" / "project-spec.md").read_text(encoding="utf-8")
+    services = build_services(AppConfig.load(), vault, backend=FakeChatBackend(), model="fake")
+    try:
+        services.index.build_lexical()
+        assert services.resolver.resolve_note_path("pl spec")[0] == "Piano Lessons/project-spec.md"
+        assert services.chats.agent is not None
+        reader = services.chats.agent.tools["readNote"]
+        assert reader.locate_note("PL spec")[0] == "Piano Lessons/project-spec.md"  # type: ignore[attr-defined]
+    finally:
+        services.close()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from app.core.items import ContextItem, ContextRef, RefKind
-from app.vault.resolver import VaultContextResolver, block_text, section_text
+from app.vault.resolver import ScannedCatalog, VaultContextResolver, block_text, section_text
+from app.vault.scanning import VaultFilter
 from tests.vault.vaultkit import write
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
@@ -153,3 +155,24 @@ def test_section_and_block_text() -> None:
     assert section_text(text, "a#B") == section_text(text, "B")
     assert section_text(text, "nope") is None
     assert block_text("x\n\npara one\npara two ^id\n", "id") == "para one\npara two"
+
+
+def test_a_note_is_found_by_an_alias_from_its_front_matter(vault: Path) -> None:
+    catalog = ScannedCatalog(vault, VaultFilter(), aliases=lambda: {"Projects/plan.md": ["Roadmap 2027"]})
+    resolver = VaultContextResolver(vault, catalog=catalog)
+    assert resolver.resolve_note_path("roadmap 2027")[0] == "Projects/plan.md"
+    assert resolver.resolve_note_path("readme")[0] == "Other/readme.md"  # titles still resolve
+    write(vault, "Other/uses.md", "Our plan: ![[Roadmap 2027]]\n")
+    [item] = resolver.resolve(ContextRef.note("Other/uses.md"))
+    assert "<path>Projects/plan.md</path>" in item.content
+    assert "line 5" in item.content
+
+
+def test_a_broken_alias_source_leaves_paths_and_titles(vault: Path, caplog: pytest.LogCaptureFixture) -> None:
+    def broken() -> dict[str, list[str]]:
+        raise sqlite3.OperationalError("database is locked")
+
+    resolver = VaultContextResolver(vault, catalog=ScannedCatalog(vault, VaultFilter(), aliases=broken))
+    assert resolver.resolve_note_path("plan")[0] == "Projects/plan.md"
+    assert resolver.resolve_note_path("Roadmap 2027")[0] is None
+    assert "aliases are unavailable" in caplog.text
