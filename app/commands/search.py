@@ -47,8 +47,15 @@ def run(args: argparse.Namespace) -> int:
         sync = index.build_lexical()
         if sync.added and not sync.updated:
             print(f"indexed {sync.added} notes for lexical search in {sync.seconds:.1f}s", file=sys.stderr)
-        done, total = index.vector_coverage()
         mode = "lexical" if args.lexical_only else args.mode
+        if mode != "lexical":
+            try:
+                index.check_vectors()
+            except Exception as exc:  # noqa: BLE001 - lexical results still come
+                print(
+                    f"sidenote search: the vector index cannot be opened ({exc}); lexical results only", file=sys.stderr
+                )
+        done, total = index.vector_coverage()
         if mode != "lexical" and done < total:
             share = 100 * done / total if total else 100.0
             print(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -130,6 +130,25 @@ def fuse_rrf(rankings: Sequence[Sequence[K]], k: int = 60) -> list[tuple[K, floa
             scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank + 1)
     order = {key: i for i, key in enumerate(scores)}
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+def pick_diverse(ranked: Sequence[tuple[K, float]], note_of: Mapping[K, str], limit: int) -> list[tuple[K, float]]:
+    """The `limit` best of a best-first ranking, taking every note's best chunk before any note's second one.
+
+    Several chunks of one note would otherwise fill the top places and push out other notes that answer too; a
+    note's further chunks still come when there are not enough notes. Returned best first, by score.
+    """
+    first: list[tuple[K, float]] = []
+    rest: list[tuple[K, float]] = []
+    seen: set[str] = set()
+    for key, score in ranked:
+        note = note_of.get(key)
+        if note is None:
+            continue
+        (rest if note in seen else first).append((key, score))
+        seen.add(note)
+    chosen = first[:limit] + rest[: max(0, limit - len(first))]
+    return sorted(chosen, key=lambda item: -item[1])
 
 
 def note_link(path: str, heading: str = "") -> str:

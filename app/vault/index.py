@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from app.core.search import IndexProgress, SearchFilters, SearchHit, fuse_rrf
+from app.core.search import IndexProgress, SearchFilters, SearchHit, fuse_rrf, pick_diverse
 from app.vault.embedding import Embedder, make_embedder
 from app.vault.lexical import ChunkRow, LexicalStore
 from app.vault.lexical_sync import LexicalSync
@@ -72,6 +72,9 @@ class VaultIndex(LexicalSync):
         self._search_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sidenote-search")
         self._own_embedder: ProcessEmbedder | None = None  # made by `open`, so closed with the index
         self.lexical_in_child = False  # the window sets it: big syncs then parse notes in a child process
+        # A rebuilt SQLite file (new schema, unreadable) forgot which chunks have vectors; the store still has them.
+        local_store = self.index_dir / CHROMA_DIR
+        self._store_unchecked = bool(self.lexical.rebuilt_reason) and bool(chroma_url or local_store.is_dir())
         stored = self.lexical.meta("model_id")
         if stored != embedder.model_id:
             if stored:
@@ -172,7 +175,14 @@ class VaultIndex(LexicalSync):
                     store.close()  # a vector process must not outlive a failed open
                     raise
                 self._vectors = store
+                self._store_unchecked = False
             return self._vectors
+
+    def check_vectors(self) -> None:
+        """After the SQLite file was rebuilt, open the vector store now so its vectors count again (a worker's job:
+        it may start the vector process)."""
+        if self._store_unchecked:
+            self.vectors()
 
     def _collection_name(self) -> str:
         """The Chroma collection of this index and model, fixed at creation (so a copied index keeps its vectors).
@@ -235,7 +245,7 @@ class VaultIndex(LexicalSync):
         """Best chunks for the query: "hybrid" (RRF of BM25 and vectors), "lexical" or "vector"."""
         depth = max(limit * 4, 40)
         pending: Future[list[tuple[int, float]]] | None = None
-        if mode != "lexical" and self.lexical.embedded_count() > 0:
+        if mode != "lexical" and (self._store_unchecked or self.lexical.embedded_count() > 0):
             # The vector side (query embedding, Chroma) runs beside the FTS5 query; both release the GIL.
             pending = self._search_pool.submit(self._vector_search, query, filters, depth)
         lexical = [] if mode == "vector" else self.lexical.search(query, filters, depth)
@@ -246,9 +256,9 @@ class VaultIndex(LexicalSync):
             ranked = [(i, 1.0 - d) for i, d in vector]
         else:
             ranked = fuse_rrf([[i for i, _ in lexical], [i for i, _ in vector]])
-        ranked = ranked[:limit]
-        rows = self.lexical.chunk_rows([i for i, _ in ranked])
-        return [_hit(rows[i], score) for i, score in ranked if i in rows]
+        rows = self.lexical.chunk_rows([i for i, _ in ranked[: depth * 2]])
+        chosen = pick_diverse(ranked[: depth * 2], {i: row.path for i, row in rows.items()}, limit)
+        return [_hit(rows[i], score) for i, score in chosen]
 
     def _vector_search(self, query: str, filters: SearchFilters | None, depth: int) -> list[tuple[int, float]]:
         try:

@@ -2,7 +2,8 @@
 
 Invariants: one database file per vault, in the index folder (never in the vault); `meta.schema_version` must equal
 SCHEMA_VERSION or the file is rebuilt; a file SQLite cannot read is moved aside and rebuilt. FTS5 uses
-`unicode61 remove_diacritics 2` so "cafe" finds "café"; bm25 weights title > aliases/tags > headings > body.
+`porter unicode61 remove_diacritics 2` so "cafe" finds "café" and "allocating" finds "allocation" (Porter stems
+English words; others pass through); bm25 weights title > aliases/tags > headings > body.
 `embedded` lists chunk hashes whose vectors are in the vector store: it is how vector progress survives a crash.
 All access goes through one connection guarded by a lock (SQLite in WAL mode; reads are short).
 """
@@ -25,7 +26,7 @@ from app.vault.note import Note
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"  # 4: Porter stemming
 # Column weights for bm25(): title, aliases+tags, headings, body.
 BM25_WEIGHTS = (10.0, 6.0, 4.0, 1.0)
 _SEP = "\x1f"
@@ -45,7 +46,7 @@ CREATE INDEX IF NOT EXISTS tags_tag ON tags(tag);
 CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
 CREATE TABLE IF NOT EXISTS embedded(hash TEXT PRIMARY KEY);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    title, meta, headings, body, tokenize = 'unicode61 remove_diacritics 2');
+    title, meta, headings, body, tokenize = 'porter unicode61 remove_diacritics 2');
 """
 
 
@@ -74,12 +75,17 @@ class LexicalStore:
         self._conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
+        kept: list[tuple[str, str]] = []
         try:
             conn = self._connect()
             version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if version and version[0] == SCHEMA_VERSION:
                 return conn
             self.rebuilt_reason = "new index" if version is None else f"schema {version[0]} -> {SCHEMA_VERSION}"
+            if version is not None:
+                # The index's identity (embedding model, vector collection names) outlives a new schema, so the
+                # vectors already stored are found again instead of being computed anew.
+                kept = conn.execute("SELECT key, value FROM meta WHERE key != 'schema_version'").fetchall()
             conn.close()
         except sqlite3.DatabaseError as exc:
             self.rebuilt_reason = f"unreadable index ({exc})"
@@ -87,6 +93,7 @@ class LexicalStore:
         self._discard()
         conn = self._connect()
         conn.executescript(_SCHEMA)
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", kept)
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         conn.commit()
         return conn

@@ -14,6 +14,7 @@ from app.core.search import (
     fuse_rrf,
     note_link,
     parse_time_range,
+    pick_diverse,
     render_local_search,
 )
 
@@ -65,6 +66,15 @@ def test_fuse_rrf_prefers_agreement() -> None:
     assert [k for k, _ in fused] == ["a", "c", "b", "d"]
     assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
     assert fuse_rrf([[], []]) == []
+
+
+def test_pick_diverse_takes_each_note_once_before_any_note_twice() -> None:
+    ranked = [("a1", 0.9), ("a2", 0.8), ("a3", 0.7), ("b1", 0.6), ("c1", 0.5), ("b2", 0.4)]
+    notes = {"a1": "a.md", "a2": "a.md", "a3": "a.md", "b1": "b.md", "c1": "c.md", "b2": "b.md"}
+    assert pick_diverse(ranked, notes, 3) == [("a1", 0.9), ("b1", 0.6), ("c1", 0.5)]
+    # Not enough notes: their further chunks fill up, best first.
+    assert [k for k, _ in pick_diverse(ranked, notes, 5)] == ["a1", "a2", "a3", "b1", "c1"]
+    assert pick_diverse(ranked, {"b1": "b.md"}, 3) == [("b1", 0.6)]  # chunks without a note row are left out
 
 
 def test_filters_empty() -> None:

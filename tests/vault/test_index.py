@@ -195,6 +195,37 @@ def test_schema_mismatch_and_corruption_rebuild(vault: Path, tmp_path: Path) -> 
     broken.close()
 
 
+def test_a_new_schema_keeps_the_stored_vectors(vault: Path, tmp_path: Path) -> None:
+    ix = VaultIndex.open(vault, tmp_path / "index", embedder=FakeEmbedder())
+    ix.lexical.set_meta(f"collection:{ix.embedder.model_id}", "sidenote-named-by-an-older-version")
+    ix.build_lexical()
+    embedded = ix.fill_vectors().embedded
+    assert embedded > 0
+    ix.lexical.set_meta("schema_version", "0")  # what an older Sidenote left
+    ix.close()
+    again = VaultIndex.open(vault, tmp_path / "index", embedder=FakeEmbedder())
+    assert again.lexical.rebuilt_reason == f"schema 0 -> {SCHEMA_VERSION}"
+    again.build_lexical()
+    # Found again by the first search, not computed anew.
+    assert again.search("how to brew espresso at home", mode="vector")[0].path == "Cooking/café.md"
+    assert again.vector_coverage() == (embedded, embedded)
+    assert again.fill_vectors().embedded == 0
+    again.close()
+
+
+def test_one_note_does_not_fill_every_place(tmp_path: Path) -> None:
+    root = make_vault(tmp_path / "vault")
+    sections = "\n\n".join(f"## Part {i}\nTuning the piano, part {i}. " + "More words here. " * 60 for i in range(8))
+    write(root, "Music/tuning.md", f"# Tuning\n{sections}\n")
+    ix = VaultIndex.open(root, tmp_path / "index", embedder=FakeEmbedder())
+    ix.build_lexical()
+    hits = ix.search("piano tuning", mode="lexical", limit=3)
+    assert len({h.path for h in hits}) == 3  # tuning.md's eight chunks would all outrank the other piano notes
+    assert hits[0].path == "Music/tuning.md"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    ix.close()
+
+
 def test_index_dir_inside_vault_is_refused(vault: Path) -> None:
     with pytest.raises(ValueError, match="must not be inside the vault"):
         VaultIndex.open(vault, vault / ".cache", embedder=FakeEmbedder())
