@@ -6,7 +6,7 @@ input (if the person has not typed something new) and a Retry button asks again 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
@@ -218,6 +218,10 @@ class ChatPanel(QWidget):
     def set_note_paths(self, paths: Sequence[str]) -> None:
         """The notes `[[` completes."""
         self.input.set_notes(paths)
+
+    def set_note_aliases(self, aliases: Mapping[str, Sequence[str]]) -> None:
+        """The aliases `[[` completes too (note path → its aliases)."""
+        self.input.set_aliases(aliases)
 
     # -- actions --------------------------------------------------------------------------------------------
     def attach(self, ref: ContextRef, label: str = "") -> None:

@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
         s.open_failed.connect(self._on_open_failed)
         s.listing_ready.connect(self._on_listing_ready)
         s.notes_updated.connect(self._on_notes_updated)
+        s.aliases_ready.connect(self.chat.set_note_aliases)
         s.index_progress.connect(self.status.set_progress)
         s.index_finished.connect(self._on_index_finished)
         self.notes_panel.note_activated.connect(self.open_note)

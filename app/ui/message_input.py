@@ -6,7 +6,7 @@ Its text is only cleared by the chat panel once a message is safely stored, so a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import QMimeData, QStringListModel, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QTextCursor
@@ -32,6 +32,7 @@ class MessageInput(QPlainTextEdit):
         self.document().documentLayout().documentSizeChanged.connect(lambda _size: self._update_height())
         self._update_height()
         self._paths: dict[str, str] = {}
+        self._aliases: dict[str, tuple[str, str]] = {}
         self.model = QStringListModel(self)
         self.completer = QCompleter(self.model, self)
         self.completer.setWidget(self)
@@ -54,7 +55,21 @@ class MessageInput(QPlainTextEdit):
     def set_notes(self, paths: Sequence[str]) -> None:
         """The notes `[[` offers (vault-relative paths)."""
         self._paths = {p.removesuffix(".md"): p for p in paths}
-        self.model.setStringList(sorted(self._paths, key=lambda s: (s.rsplit("/", 1)[-1].lower(), s)))
+        self._refresh_model()
+
+    def set_aliases(self, aliases: Mapping[str, Sequence[str]]) -> None:
+        """Aliases `[[` offers too, shown as `alias → note`; picking one writes `[[alias]]` and attaches the note."""
+        self._aliases = {
+            f"{alias} → {path.removesuffix('.md').rsplit('/', 1)[-1]}": (alias, path)
+            for path, names in aliases.items()
+            for alias in names
+            if alias.strip() and "]]" not in alias
+        }
+        self._refresh_model()
+
+    def _refresh_model(self) -> None:
+        notes = sorted(self._paths, key=lambda s: (s.rsplit("/", 1)[-1].lower(), s))
+        self.model.setStringList(notes + sorted(self._aliases, key=str.lower))
 
     def link_prefix(self) -> str | None:
         """The text typed after an open `[[` before the cursor, or None."""
@@ -72,11 +87,14 @@ class MessageInput(QPlainTextEdit):
             return
         cursor = self.textCursor()
         cursor.movePosition(QTextCursor.MoveOperation.Left, QTextCursor.MoveMode.KeepAnchor, len(prefix) + 2)
-        name = completion.rsplit("/", 1)[-1]
+        if completion in self._aliases:
+            name, path = self._aliases[completion]
+        else:
+            name, path = completion.rsplit("/", 1)[-1], self._paths.get(completion, completion + ".md")
         cursor.insertText(f"[[{name}]]")
         self.setTextCursor(cursor)
         self.popup.hide()
-        self.note_linked.emit(self._paths.get(completion, completion + ".md"))
+        self.note_linked.emit(path)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Ctrl+Enter sends; while the completion popup is open, Enter/Tab pick an entry."""

@@ -45,6 +45,8 @@ class VaultSession(QObject):
     notes_updated = Signal(object)
     index_progress = Signal(object)
     index_finished = Signal(str)
+    aliases_ready = Signal(object)
+    lexical_synced = Signal()
 
     def __init__(self, factory: ServicesFactory | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -56,6 +58,7 @@ class VaultSession(QObject):
         self._generation = 0
         self.background_started = False
         self.notes_changed.connect(self._on_notes_changed)
+        self.lexical_synced.connect(self.refresh_aliases)
 
     @property
     def services(self) -> Services | None:
@@ -93,8 +96,21 @@ class VaultSession(QObject):
             if workspace is self.workspace:
                 self.listing = listing
                 self.listing_ready.emit(listing)
+                self.refresh_aliases()
 
         run_in_background(workspace.list_notes, done, self._log_error, owner=self)
+
+    def refresh_aliases(self) -> None:
+        """Read the notes' aliases from the index (in a worker) and report them."""
+        workspace = self.workspace
+        if workspace is None:
+            return
+
+        def done(aliases: dict[str, tuple[str, ...]]) -> None:
+            if workspace is self.workspace:
+                self.aliases_ready.emit(aliases)
+
+        run_in_background(workspace.note_aliases, done, self._log_error, owner=self)
 
     def start_background(self) -> None:
         """Start watching and indexing, once the vault is on screen (so they never slow down its opening)."""
@@ -138,6 +154,8 @@ class VaultSession(QObject):
             listing.mtimes,
         )
         self.notes_updated.emit(delta)
+        if any(not p.startswith((chats, projects)) for p in (*delta.added, *delta.removed, *delta.changed)):
+            self.refresh_aliases()  # an edited note may have new aliases (the watcher has indexed it by now)
 
     def _start_watching(self, workspace: Workspace) -> None:
         def emit(paths: list[str]) -> None:  # runs on the watcher's thread
@@ -169,6 +187,8 @@ class VaultSession(QObject):
         def progress(value: Any) -> None:  # runs on the indexing thread
             with contextlib.suppress(RuntimeError):
                 self.index_progress.emit(value)
+                if value is None:  # a phase ended (the lexical build first): the index has every note's aliases
+                    self.lexical_synced.emit()
 
         def work() -> None:
             workspace.index_vault(progress)

@@ -104,6 +104,17 @@ class Workspace:
                 notes.append(f.path)
         return NoteListing(tuple(notes), tuple(chats), tuple(projects), {f.path: f.mtime_ns for f in files})
 
+    def note_aliases(self) -> dict[str, tuple[str, ...]]:
+        """Each note's front-matter aliases, from the index (none while it is not built; a worker's call)."""
+        index = self.services.index
+        if index is None:
+            return {}
+        try:
+            return {path: tuple(names) for path, names in index.note_aliases().items()}
+        except Exception as exc:  # noqa: BLE001 - completion by alias is a convenience
+            log.warning("Note aliases could not be read: %s", exc)
+            return {}
+
     def note_changes(self, paths: list[str], known: set[str]) -> NoteDelta:
         """What changed among these paths (a folder path or a move of many notes means a full rescan)."""
         if any(not p.lower().endswith(".md") for p in paths):

@@ -53,6 +53,26 @@ def test_double_bracket_completion_attaches_the_note(
     assert chip_refs(window) == []
 
 
+def test_double_bracket_completion_offers_aliases(
+    qtbot: Any, vault: Path, open_window: Callable[..., MainWindow]
+) -> None:
+    window = open_window(vault)
+    box = window.chat.input
+    # Aliases come from the index once its lexical build is done.
+    qtbot.waitUntil(lambda: "PL spec → project-spec" in box._aliases, timeout=15000)
+    box.setFocus()
+    qtbot.keyClicks(box, "What does [[PL sp")
+    qtbot.waitUntil(box.popup.isVisible, timeout=3000)
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert box.toPlainText() == "What does [[PL spec]]"
+    assert chip_refs(window) == [ContextRef.note("Piano Lessons/project-spec.md")]
+    # An alias added outside the app is offered after the watcher has indexed the note.
+    note = vault / "Inbox" / "ideas.md"
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text.replace("aliases:", "aliases:\n  - Someday list", 1), encoding="utf-8")
+    qtbot.waitUntil(lambda: "Someday list → ideas" in box._aliases, timeout=15000)
+
+
 def test_selection_is_attached_with_its_line_range(
     qtbot: Any, vault: Path, model_server: ModelServer, open_window: Callable[..., MainWindow]
 ) -> None:
