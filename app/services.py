@@ -133,9 +133,7 @@ class VaultSearchTool:
 
     def __call__(self, query: str, project: Project) -> ToolOutput:
         """Search and render one block."""
-        if not self._lexical_ready and not self.index.lexical_in_child:
-            # The CLI syncs here; the window's indexing keeps the index current (it sets lexical_in_child), and
-            # a search during a first index searches what is indexed so far instead of waiting for all of it.
+        if not self._lexical_ready:
             self.index.build_lexical()
             self._lexical_ready = True
         scope = self.projects.search_scope(project) if self.projects is not None and project.id else None

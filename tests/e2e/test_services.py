@@ -5,8 +5,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 from app.config import AppConfig
 from app.core.items import ContextRef
 from app.core.manager import TurnFinished
@@ -47,28 +45,6 @@ def test_vault_search_mode_sends_a_local_search_block(tmp_path: Path) -> None:
         assert sent.startswith("# Additional context:\n\n<localSearch")
         assert "pricing" in sent
         assert sent.rstrip().endswith("What commission did we settle on?")
-    finally:
-        services.close()
-
-
-def test_vault_search_in_the_window_searches_what_is_indexed_so_far(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    vault = tmp_path / "vault"
-    shutil.copytree(DEMO_VAULT, vault)
-    backend = FakeChatBackend()
-    services = build_services(AppConfig.load(), vault, backend=backend, model="fake", model_topics=False)
-    try:
-        index = services.index
-        index.build_lexical()
-        index.lexical_in_child = True  # as the window's indexing sets it: the window keeps the index current
-
-        def sync_here(*_args: object) -> None:
-            raise AssertionError("the search turn synced the index itself")
-
-        monkeypatch.setattr(index, "build_lexical", sync_here)
-        list(services.chats.send("What commission did we settle on?", search=True))
-        assert "pricing" in backend.requests[-1][-1].text
     finally:
         services.close()
 
