@@ -11,7 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence, QShortcut, QShowEvent
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QTabWidget
+from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QSplitter, QTabWidget
 
 from app.config import AppConfig
 from app.core.chat import DEFAULT_PROJECT, Project
@@ -33,6 +33,7 @@ from app.ui.url_approval import UrlApproval
 from app.ui.vault_session import ServicesFactory, VaultSession
 from app.ui.window_state import WindowState
 from app.ui.workspace import NoteDelta, NoteListing, NoteLocation, Workspace
+from app.ui.zoom import TextZoom
 
 
 class MainWindow(QMainWindow):
@@ -46,6 +47,9 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Sidenote")
         self.config = config
         self.state = state or WindowState()
+        app = QApplication.instance()
+        assert isinstance(app, QApplication)
+        self.zoom = TextZoom(app, self.state)
         self.session = VaultSession(factory, self)
         self.vault: Path | None = None
         self.report_dialog: ReportDialog | None = None
@@ -108,6 +112,12 @@ class MainWindow(QMainWindow):
             "Ctrl+U",
         )
         self._action(view_menu, "Focus message box", self.chat.input.setFocus, "Ctrl+K")
+        view_menu.addSeparator()
+        zoom_in = self._action(view_menu, "Zoom in", lambda: self.zoom.step(1))
+        zoom_in.setShortcuts([QKeySequence(QKeySequence.StandardKey.ZoomIn), QKeySequence("Ctrl+=")])
+        zoom_out = self._action(view_menu, "Zoom out", lambda: self.zoom.step(-1))
+        zoom_out.setShortcuts([QKeySequence(QKeySequence.StandardKey.ZoomOut)])
+        self._action(view_menu, "Actual size", lambda: self.zoom.step(0), "Ctrl+0")
         # Esc stops a reply from anywhere in the window, but leaves popups and dialogs their own Esc.
         self.stop_shortcut = QShortcut(QKeySequence("Esc"), self, self.chat.stop)
         self.stop_shortcut.setContext(Qt.ShortcutContext.WindowShortcut)

@@ -57,6 +57,19 @@ class WindowState:
         """Remember the project in use for this vault."""
         self.settings.setValue(f"projects/{_key(vault)}", project_id)
 
+    @property
+    def zoom(self) -> float:
+        """The text zoom factor (1.0 = the platform's font size)."""
+        try:
+            value = float(str(self.settings.value("view/zoom", 1.0)))
+        except ValueError:
+            return 1.0
+        return value if 0.5 <= value <= 3.0 else 1.0
+
+    @zoom.setter
+    def zoom(self, value: float) -> None:
+        self.settings.setValue("view/zoom", value)
+
     def sync(self) -> None:
         """Flush to disk."""
         self.settings.sync()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QResizeEvent, QTextDocument
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
@@ -41,6 +41,11 @@ class WrappedLabel(QLabel):
         super().resizeEvent(event)
         if event.size().width() != self._measured_width:
             self._measure(event.size().width())
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and self.text():  # a zoom: the cached height no longer fits
+            self._measure(self.width() if self._measured_width > 0 else 0)
 
     def _text_height(self, width: int) -> int:
         # A fresh document, not QLabel.heightForWidth: after the label was laid out at another width, the
