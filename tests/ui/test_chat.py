@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QPushButton
 
 from app.core.items import ContextRef
@@ -59,6 +60,10 @@ def test_reply_streams_and_the_chat_is_saved_and_listed(
     assert window.history_panel.summaries[0].topic == "Pricing notes"
     assert saved in window.notes_panel.paths  # shown in the tree's Chats section too
     assert "in" in window.status.usage_label.text()
+    # Copy puts the reply's markdown (with its wikilink) on the clipboard.
+    window.chat.view.widgets[-1].copy_button.click()
+    assert QGuiApplication.clipboard().text() == messages[1].text
+    assert "[[pricing]]" in QGuiApplication.clipboard().text()
 
 
 def test_stop_keeps_the_partial_reply(
