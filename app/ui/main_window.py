@@ -23,6 +23,7 @@ from app.ui.chat_panel import ChatPanel
 from app.ui.history_panel import HistoryActions, HistoryPanel
 from app.ui.note_viewer import NoteViewer
 from app.ui.notes_panel import NotesPanel
+from app.ui.related_panel import RelatedPanel
 from app.ui.rendering import parse_href, render_markdown
 from app.ui.report_dialog import ReportDialog
 from app.ui.settings_dialog import SettingsDialog, SettingsResult, has_api_key, save_settings
@@ -64,6 +65,8 @@ class MainWindow(QMainWindow):
         self.left.setObjectName("leftTabs")
         self.left.addTab(self.notes_panel, "Notes")
         self.left.addTab(self.history_panel, "Chats")
+        self.related_panel = RelatedPanel()
+        self.left.addTab(self.related_panel, "Related")
         self.viewer = NoteViewer()
         self.chat = ChatPanel()
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -137,6 +140,9 @@ class MainWindow(QMainWindow):
         s.listing_ready.connect(self._on_listing_ready)
         s.notes_updated.connect(self._on_notes_updated)
         s.aliases_ready.connect(self.chat.set_note_aliases)
+        self.related_panel.open_requested.connect(lambda path: self.open_note(path))
+        s.lexical_synced.connect(self._refresh_related)
+        self.related_panel.attach_requested.connect(lambda path: self.chat.attach(ContextRef.note(path)))
         s.index_progress.connect(self.status.set_progress)
         s.index_finished.connect(self._on_index_finished)
         self.notes_panel.note_activated.connect(self.open_note)
@@ -212,6 +218,9 @@ class MainWindow(QMainWindow):
         if workspace is None or listing is None:
             return
         self.notes_panel.apply_changes(delta.added, delta.removed)
+        touched = (*delta.added, *delta.removed, *delta.changed)
+        if any(not p.startswith(self.config.chat_folder) for p in touched):
+            self._refresh_related()  # links and text changed: the viewer's note may have new neighbours
         if any(not p.startswith(self.config.chat_folder) for p in (*delta.added, *delta.removed)):
             self.chat.set_note_paths(listing.notes)
         if self.viewer.path in delta.changed and self.viewer.path not in delta.removed:
@@ -273,6 +282,8 @@ class MainWindow(QMainWindow):
             return text, render_markdown(text, line_anchors=True)
 
         def shown(result: tuple[str, str]) -> None:
+            if path != self.related_panel.path:
+                self._load_related(workspace, path)
             self.viewer.show_note(path, *result)
             self.chat.context_bar.set_active_note(path)
             self.notes_panel.select_path(path)
@@ -283,6 +294,20 @@ class MainWindow(QMainWindow):
             self.viewer.show_error(path, describe_error(exc))
 
         run_in_background(load, shown, failed, owner=self)
+
+    def _refresh_related(self) -> None:
+        if self.workspace is not None and self.related_panel.path:
+            self._load_related(self.workspace, self.related_panel.path, refresh=True)
+
+    def _load_related(self, workspace: Workspace, path: str, *, refresh: bool = False) -> None:
+        if not refresh:  # a refresh keeps the lists on screen until the new ones arrive
+            self.related_panel.show_loading(path)
+        run_in_background(
+            lambda: workspace.related_notes(path),
+            lambda found: self.related_panel.show_notes(path, *found),
+            lambda exc: self.related_panel.show_error(path, describe_error(exc)),
+            owner=self,
+        )
 
     def follow_link(self, href: str) -> None:
         """Open a wikilink / citation in the viewer, a web link in the browser."""

@@ -104,6 +104,13 @@ class Workspace:
                 notes.append(f.path)
         return NoteListing(tuple(notes), tuple(chats), tuple(projects), {f.path: f.mtime_ns for f in files})
 
+    def related_notes(self, path: str) -> tuple[list[str], list[str]]:
+        """(notes linking to `path`, notes about the same things) from the index (a worker's call)."""
+        index = self.services.index
+        if index is None:
+            return [], []
+        return index.backlinks(path), [hit.path for hit in index.related(path)]
+
     def note_aliases(self) -> dict[str, tuple[str, ...]]:
         """Each note's front-matter aliases, from the index (none while it is not built; a worker's call)."""
         index = self.services.index

@@ -19,10 +19,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from app.core.search import IndexProgress, SearchFilters, SearchHit, fuse_rrf, pick_diverse
+from app.vault.chunking import embedding_text
 from app.vault.embedding import Embedder, make_embedder
 from app.vault.lexical import ChunkRow, LexicalStore
 from app.vault.lexical_sync import LexicalSync
-from app.vault.note import Note
+from app.vault.links import LinkResolver
+from app.vault.note import Note, note_title
 from app.vault.parsing import NoteReadError, parse_note, read_note_text
 from app.vault.process_embedder import ProcessEmbedder
 from app.vault.scanning import VaultFilter, safe_note_path
@@ -151,6 +153,38 @@ class VaultIndex(LexicalSync):
             log.info("Cannot read note %s: %s", path, exc)
             return None
         return parse_note(path, text, mtime=info.st_mtime, ctime=info.st_ctime, warnings=warnings)
+
+    # -- links and related notes ---------------------------------------------------------------------------------
+
+    def backlinks(self, path: str) -> list[str]:
+        """Notes that link to or embed `path` (wikilinks by path, title or alias; markdown links), sorted."""
+        aliases = self.lexical.aliases()
+        title = note_title(path)
+        names = [path, path.removesuffix(".md"), title, *aliases.get(path, [])]
+        candidates = self.lexical.links_to(names, title)
+        if not candidates:
+            return []
+        resolver = LinkResolver(self.lexical.paths(), aliases)
+        found = {
+            source
+            for source, target, markdown in candidates
+            if source != path and resolver.resolve(target.split("#", 1)[0], source, markdown=markdown).path == path
+        }
+        return sorted(found)
+
+    def related(self, path: str, limit: int = 6) -> list[SearchHit]:
+        """Other notes about what `path` is about: a search for its title and opening text, one hit per note."""
+        rows = self.lexical.note_chunks(path, 2)
+        if not rows:
+            return []
+        query = " ".join([note_title(path), *(embedding_text(row.title, row.heading_path, row.text) for row in rows)])
+        mode = "hybrid" if self.lexical.embedded_count() > 0 else "lexical"
+        hits = self.search(query[:2000], None, limit * 3, mode=mode)
+        others: dict[str, SearchHit] = {}
+        for hit in hits:
+            if hit.path != path and hit.path not in others:
+                others[hit.path] = hit
+        return list(others.values())[:limit]
 
     # -- vectors -------------------------------------------------------------------------------------------------
 

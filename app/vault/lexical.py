@@ -26,7 +26,7 @@ from app.vault.note import Note
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "4"  # 4: Porter stemming
+SCHEMA_VERSION = "5"  # 4: Porter stemming; 5: links
 # Column weights for bm25(): title, aliases+tags, headings, body.
 BM25_WEIGHTS = (10.0, 6.0, 4.0, 1.0)
 _SEP = "\x1f"
@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS tags(path TEXT NOT NULL, tag TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tags_tag ON tags(tag);
 CREATE INDEX IF NOT EXISTS tags_path ON tags(path);
 CREATE TABLE IF NOT EXISTS embedded(hash TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS links(source TEXT NOT NULL, target TEXT NOT NULL, markdown INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS links_target ON links(target);
+CREATE INDEX IF NOT EXISTS links_source ON links(source);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     title, meta, headings, body, tokenize = 'porter unicode61 remove_diacritics 2');
 """
@@ -172,6 +175,8 @@ class LexicalStore:
                 ),
             )
             c.executemany("INSERT INTO tags VALUES (?, ?)", [(note.path, t) for t in tags])
+            targets = {(link.target.strip().lower(), int(link.markdown)) for link in note.links if link.target.strip()}
+            c.executemany("INSERT INTO links VALUES (?, ?, ?)", [(note.path, t, m) for t, m in sorted(targets)])
             title = note.title if note.display_title == note.title else f"{note.title} {note.display_title}"
             meta = " ".join([*note.aliases, *tags])
             for chunk in chunks:
@@ -206,6 +211,7 @@ class LexicalStore:
             c.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(i,) for i in ids])
             c.execute("DELETE FROM chunks WHERE path = ?", (path,))
         c.execute("DELETE FROM tags WHERE path = ?", (path,))
+        c.execute("DELETE FROM links WHERE source = ?", (path,))
         c.execute("DELETE FROM notes WHERE path = ?", (path,))
 
     def commit(self) -> None:
@@ -227,6 +233,16 @@ class LexicalStore:
                 (want, like_prefix(want + "/")),
             )
             return [row[0] for row in rows]
+
+    def links_to(self, names: Sequence[str], fragment: str) -> list[tuple[str, str, bool]]:
+        """(source, target, markdown?) of links whose target is one of `names` or contains `fragment` (both lower
+        case): the candidates; the caller resolves them."""
+        marks = ",".join("?" * len(names)) or "''"
+        sql = f"SELECT source, target, markdown FROM links WHERE target IN ({marks}) OR target LIKE ? ESCAPE '\\'"
+        pattern = "%" + like_prefix(fragment.lower())
+        with self._lock:
+            rows = self._conn.execute(sql, (*[n.lower() for n in names], pattern)).fetchall()
+        return [(str(s), str(t), bool(m)) for s, t, m in rows]
 
     def aliases(self) -> dict[str, list[str]]:
         """Each note's aliases (for link resolution)."""
@@ -261,6 +277,14 @@ class LexicalStore:
                 log.warning("Lexical search for %r failed: %s", query, exc)
                 return []
         return [(int(i), float(s)) for i, s in rows]
+
+    def note_chunks(self, path: str, limit: int) -> list[ChunkRow]:
+        """A note's first `limit` chunks, in order."""
+        with self._lock:
+            raw = self._conn.execute(
+                _ROW_SQL + " WHERE c.path = ? ORDER BY c.ordinal LIMIT ?", (path, limit)
+            ).fetchall()
+        return [_row(r) for r in raw]
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         """Chunks by id, with their note titles."""
