@@ -1,4 +1,5 @@
-"""VaultIndex: the one object the app builds per vault: sync, lexical build, vector fill, hybrid search, watching.
+"""VaultIndex: the one object the app builds per vault: sync (lexical_sync.py), vector fill (vector_fill.py), hybrid
+search, backlinks and related notes, watching.
 
 Invariants: the index lives in `index_dir` (never in the vault); a restart re-reads only files whose size or
 mtime changed and re-embeds nothing that is unchanged (vectors are keyed by chunk content hash); the lexical index
@@ -7,7 +8,8 @@ batches, and search fuses whatever part of the vectors is ready (`vector_coverag
 than the stored one drops the vectors (a new collection) and refills them. chromadb and the embedder named by the
 settings run in a vector process (ProcessVectorStore, ProcessEmbedder: their imports, model load and calls hold
 the GIL for tens of ms, which stalled the GUI thread), or here with `vectors_in_process=True`; an Embedder object
-passed in runs here. Either is started only once vectors are needed.
+passed in runs here. Either is started only once vectors are needed. A search lists each note's best chunk before
+any note's second (`pick_diverse`).
 """
 
 from __future__ import annotations
