@@ -23,12 +23,12 @@ A chat note reads as an ordinary note in Obsidian:
 Invariants: every line of a message's text is written quoted (`> line`, or `>` for an empty line), so no text can
 put a line at column 0 and be taken for structure; the `%% sidenote-… %%` line (an Obsidian comment, hidden in
 reading view) holds the message's exact data as ASCII JSON; a section starts at that line, or at a `## ` heading
-directly above it: any other `## ` line is the person's. Headings, the title and the Context/Sources/Error/incomplete
-lines are for people and are rebuilt on every save; everything else a person writes outside the quotes is kept
-byte for byte (leading and trailing blank lines aside): under the title as `Chat.preamble` (a title line they changed
-stays too, as their text), after the summary as `Chat.summary_annotation`, after a message as `Message.annotation`.
-One exception, on purpose: when Obsidian rewrote a note link in the Context line because the note was renamed or
-moved, the rewritten link wins over the stored path.
+directly above it: any other `## ` line is the person's. Headings, the title and the Context/Sources/Steps/Error/
+incomplete lines are for people and are rebuilt on every save; everything else a person writes outside the quotes is
+kept byte for byte (leading and trailing blank lines aside): under the title as `Chat.preamble` (a title line they
+changed stays too, as their text), after the summary as `Chat.summary_annotation`, after a message as
+`Message.annotation`. One exception, on purpose: when Obsidian rewrote a note link in the Context line because the
+note was renamed or moved, the rewritten link wins over the stored path.
 """
 
 from __future__ import annotations
@@ -104,6 +104,8 @@ def _message_section(message: Message) -> str:
         extra.append("**Context:** " + " · ".join(ref_display(ref) for ref in message.attachments))
     if message.sources:
         extra.append("**Sources:** " + " · ".join(source_display(s) for s in message.sources))
+    if message.steps:  # what the agent did, readable in Obsidian too (the hidden line keeps the data)
+        extra.append("**Steps:** " + " · ".join(plain(step) for step in message.steps))
     if message.error:
         extra.append(f"**Error:** {plain(message.error)}")
     if message.incomplete:
@@ -267,6 +269,7 @@ def _take_generated(rest: list[str], kind: str, meta: dict[str, Any]) -> list[st
     shown = (
         (damaged or bool(meta.get("attachments")), "**Context:**"),
         (damaged or bool(meta.get("sources")), "**Sources:**"),
+        (damaged or bool(meta.get("steps")), "**Steps:**"),
         (damaged or bool(_str(meta.get("error"))), "**Error:**"),
         (damaged or meta.get("incomplete") is True, INCOMPLETE_LINE),
     )

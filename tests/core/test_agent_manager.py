@@ -42,8 +42,11 @@ def test_agent_turn_records_steps_and_sources_in_the_message_and_chat_note() -> 
     assert reply.steps == ("searched for “unresolved” — 1 result", "read note cpp/lnk2019.md")
     assert reply.sources == ("cpp/lnk2019.md",)
     note = to_markdown(manager.chat)
-    assert "searched for" in note
-    assert from_markdown(note).messages.all()[-1].steps == reply.steps
+    # Readable in Obsidian, not only in the hidden line; and read back as data, not as the person's text.
+    assert "\n**Steps:** searched for “unresolved” — 1 result · read note cpp/lnk2019.md\n" in note
+    again = from_markdown(note).messages.all()[-1]
+    assert again.steps == reply.steps
+    assert "Steps" not in again.annotation
     # The turn's usage is every call's usage summed.
     assert finished.usage.input_tokens == sum(sum(len(m.text) for m in r) // 4 for r in backend.requests)
     assert finished.usage.output_tokens == 5 * len(backend.requests)
