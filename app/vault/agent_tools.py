@@ -31,10 +31,9 @@ from app.core.tools import (
     tool_block,
     tool_error,
 )
-from app.vault.links import LinkResolver
 from app.vault.note import note_title
 from app.vault.parsing import NoteReadError, read_note_text
-from app.vault.resolver import NoteCatalog, ScannedCatalog, section_text
+from app.vault.resolver import NoteCatalog, ScannedCatalog, catalog_links, section_text
 from app.vault.scanning import VaultFilter, VaultPathError, safe_note_path
 
 log = logging.getLogger(__name__)
@@ -107,7 +106,7 @@ class _VaultReader:
                 if self.filter.skips(candidate):
                     return f"{candidate} is not a note Sidenote reads (hidden, excluded, or a chat note)."
                 return candidate, path
-        found = LinkResolver(self.catalog.note_paths(), self.catalog.note_aliases()).resolve(clean.removesuffix(".md"))
+        found = catalog_links(self.catalog).resolve(clean.removesuffix(".md"))
         if found.path is not None:
             return found.path, safe_note_path(self.root, found.path)
         if len(found.candidates) > 1:

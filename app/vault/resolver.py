@@ -103,6 +103,11 @@ class ScannedCatalog:
         return out
 
 
+def catalog_links(catalog: NoteCatalog) -> LinkResolver:
+    """Wikilink resolution over the catalog's notes now: paths, titles, then aliases."""
+    return LinkResolver(catalog.note_paths(), catalog.note_aliases())
+
+
 def iso_utc(timestamp: float) -> str:
     """Format a POSIX timestamp as `YYYY-MM-DDTHH:MM:SSZ`."""
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -142,10 +147,6 @@ class VaultContextResolver:
             return [ContextItem.failed(ref, f"It could not be read: {exc}.")]
         return [ContextItem.failed(ref, f"Sidenote cannot attach items of kind {ref.kind}.")]
 
-    def link_resolver(self) -> LinkResolver:
-        """Wikilink resolution over the vault's notes now: paths, titles, then aliases."""
-        return LinkResolver(self._catalog.note_paths(), self._catalog.note_aliases())
-
     def resolve_note_path(self, name: str) -> tuple[str | None, tuple[str, ...]]:
         """Find a note by full vault path, then by unique basename; ambiguous names give the candidates."""
         clean = name.strip().replace("\\", "/").lstrip("/")
@@ -156,7 +157,7 @@ class VaultContextResolver:
                 return None, ()
             if candidate.lower().endswith(".md") and path.is_file():
                 return candidate, (candidate,)
-        found = self.link_resolver().resolve(clean)
+        found = catalog_links(self._catalog).resolve(clean)
         return found.path, found.candidates
 
     def expand_embeds(self, text: str, source: str) -> str:
@@ -185,7 +186,7 @@ class VaultContextResolver:
                     Path(link.target).suffix and not link.target.lower().endswith(".md")
                 ):
                     continue  # media and other files are named by the embed text, not expanded
-                resolver = resolver or self.link_resolver()
+                resolver = resolver or catalog_links(self._catalog)
                 pieces.append(escape_content(line[pos : match.start()]))
                 pieces.append("\n" + self._embedded_block(resolver, link.target, link.heading, link.block_id, source))
                 pieces.append("\n")
