@@ -180,8 +180,7 @@ class VaultIndex(LexicalSync):
         if not rows:
             return []
         query = " ".join([note_title(path), *(embedding_text(row.title, row.heading_path, row.text) for row in rows)])
-        mode = "hybrid" if self.lexical.embedded_count() > 0 else "lexical"
-        hits = self.search(query[:2000], None, limit * 3, mode=mode)
+        hits = self.search(query[:2000], None, limit * 3)  # hybrid: lexical alone while there are no vectors
         others: dict[str, SearchHit] = {}
         for hit in hits:
             if hit.path != path and hit.path not in others:
