@@ -126,19 +126,20 @@ def setup_logging(*, verbose: bool = False) -> Path | None:
     Returns the file, or None when the folder cannot be written (stderr only then).
     """
     level = logging.DEBUG if verbose else logging.WARNING
-    handlers: list[logging.Handler] = [logging.StreamHandler()]
     folder = AppDirs.from_env().log
-    path: Path | None = folder / LOG_FILE
+    path = folder / LOG_FILE
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        handlers.append(RotatingFileHandler(folder / LOG_FILE, maxBytes=1_000_000, backupCount=3, encoding="utf-8"))
+        file: logging.Handler | None = RotatingFileHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
     except OSError:
-        path = None
+        file = None
+    handlers = [logging.StreamHandler(), *([file] if file else [])]
     for handler in handlers:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=handlers, force=True)
-    if path is None:
+    if file is None:
         log.warning("The log folder %s cannot be written; logging to stderr only", folder)
+        return None
     return path
 
 

@@ -12,6 +12,8 @@ from PySide6.QtCore import QMimeData, QStringListModel, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import QCompleter, QPlainTextEdit, QSizePolicy, QWidget
 
+from app.vault.note import note_title
+
 _URL = re.compile(r"^https?://\S+$")
 
 
@@ -60,7 +62,7 @@ class MessageInput(QPlainTextEdit):
     def set_aliases(self, aliases: Mapping[str, Sequence[str]]) -> None:
         """Aliases `[[` offers too, shown as `alias → note`; picking one writes `[[alias]]` and attaches the note."""
         self._aliases = {
-            f"{alias} → {path.removesuffix('.md').rsplit('/', 1)[-1]}": (alias, path)
+            f"{alias} → {note_title(path)}": (alias, path)
             for path, names in aliases.items()
             for alias in names
             if alias.strip() and "]]" not in alias

@@ -19,9 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.notes_panel import PATH_ROLE
 from app.vault.note import note_title
-
-PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 class RelatedPanel(QWidget):
