@@ -37,15 +37,20 @@ def test_add_note_picker_fuzzy_search(qtbot: Any, vault: Path, open_window: Call
     assert not picker.isVisible()
 
 
+def complete_link(qtbot: Any, box: Any, typed: str) -> None:
+    """Type text ending in an open `[[…`, wait for the completion popup and take its first entry."""
+    box.setFocus()
+    qtbot.keyClicks(box, typed)
+    qtbot.waitUntil(box.popup.isVisible, timeout=3000)
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+
+
 def test_double_bracket_completion_attaches_the_note(
     qtbot: Any, vault: Path, open_window: Callable[..., MainWindow]
 ) -> None:
     window = open_window(vault)
     box = window.chat.input
-    box.setFocus()
-    qtbot.keyClicks(box, "Compare with [[api-d")
-    qtbot.waitUntil(box.popup.isVisible, timeout=3000)
-    qtbot.keyClick(box, Qt.Key.Key_Return)
+    complete_link(qtbot, box, "Compare with [[api-d")
     assert box.toPlainText() == "Compare with [[api-docs]]"
     assert chip_refs(window) == [ContextRef.note("Piano Lessons/api-docs.md")]
     # Removing the chip detaches the note again.
@@ -60,10 +65,7 @@ def test_double_bracket_completion_offers_aliases(
     box = window.chat.input
     # Aliases come from the index once its lexical build is done.
     qtbot.waitUntil(lambda: "PL spec → project-spec" in box._aliases, timeout=15000)
-    box.setFocus()
-    qtbot.keyClicks(box, "What does [[PL sp")
-    qtbot.waitUntil(box.popup.isVisible, timeout=3000)
-    qtbot.keyClick(box, Qt.Key.Key_Return)
+    complete_link(qtbot, box, "What does [[PL sp")
     assert box.toPlainText() == "What does [[PL spec]]"
     assert chip_refs(window) == [ContextRef.note("Piano Lessons/project-spec.md")]
     # An alias added outside the app is offered after the watcher has indexed the note.

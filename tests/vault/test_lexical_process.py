@@ -81,15 +81,20 @@ def _bulk_edit(root: Path, count: int, word: str) -> list[VaultChange]:
     return changes
 
 
+def _must_not_run(what: str) -> object:
+    """A stand-in that fails the test when called."""
+
+    def called(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError(what)
+
+    return called
+
+
 def test_a_big_watcher_batch_is_parsed_in_a_child(index: VaultIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     index.build_lexical()
     index.lexical_in_child = True
     changes = _bulk_edit(index.root, 60, "zebrafish")
-
-    def parsed_here(*_args: object, **_kwargs: object) -> None:
-        raise AssertionError("a note was parsed in this process")
-
-    monkeypatch.setattr("app.vault.lexical_sync.parse_note", parsed_here)
+    monkeypatch.setattr("app.vault.lexical_sync.parse_note", _must_not_run("a note was parsed in this process"))
     report = index.apply_changes(changes)
     assert (report.added, report.updated, report.unchanged) == (60, 0, 6)
     assert len(index.search("zebrafish", mode="lexical", limit=100)) == 60
@@ -99,11 +104,7 @@ def test_a_small_watcher_batch_stays_in_process(index: VaultIndex, monkeypatch: 
     index.build_lexical()
     index.lexical_in_child = True
     changes = _bulk_edit(index.root, 5, "axolotl")
-
-    def child(*_args: object, **_kwargs: object) -> None:
-        raise AssertionError("a child process for five notes")
-
-    monkeypatch.setattr("app.vault.lexical_sync.build_lexical_in_child", child)
+    monkeypatch.setattr("app.vault.lexical_sync.build_lexical_in_child", _must_not_run("a child process for 5 notes"))
     assert index.apply_changes(changes).added == 5
     assert len(index.search("axolotl", mode="lexical")) == 5
 
