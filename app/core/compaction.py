@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from app.core.blocks import escape_content
 from app.core.chat import Chat
-from app.core.envelope import Envelope, HistoryMessage, Strategy
-from app.core.fragments import Layer, Retention, estimate_tokens
+from app.core.envelope import Envelope, HistoryMessage, Strategy, kept_blocks
+from app.core.fragments import Layer, estimate_tokens
 from app.core.messages import Message, Sender
 from app.core.placement import place
 from app.core.ports import ChatBackend
@@ -155,7 +155,7 @@ def history_tokens(message: Message, strategy: Strategy) -> int:
     """Estimated tokens a prior message takes in history (what the envelope puts there)."""
     text = message.text
     if message.sender is Sender.USER and strategy is not Strategy.LIBRARY and message.sent:
-        text = BLOCK_SEPARATOR.join(f.text for f in message.sent if f.retention is Retention.DURABLE)
+        text = BLOCK_SEPARATOR.join(kept_blocks(message.sent))
     return estimate_tokens(text) + MESSAGE_OVERHEAD
 
 

@@ -1,7 +1,8 @@
 """The layered context envelope: `PromptContextEngine.build(request) -> Envelope`.
 
 Layers, most stable first: L1 system & project → L2 context library → L3 this turn's attachments (and tool
-output, ephemeral) → L4 chat history → L5 the user's text. Invariants, for every strategy but `legacy`:
+output and reference lines, both ephemeral) → L4 chat history → L5 the user's text. Invariants, for every strategy
+but `legacy`:
 - every attached item is present exactly once in full, or as a reference to a full copy earlier in the same request;
 - a note whose content changed since it was last sent is sent again, never stale-only: in full, marked updated
   (`library` holds it in L2), or under `append-only` as an update block of changes from its full copy in the
@@ -49,6 +50,8 @@ LIBRARY_HEADER = (
     "The newest version of each is here."
 )
 TOOLS_HEADER = "# Additional context:"
+# Source suffix of a history message's second content block (the kept part after its cache seam).
+HISTORY_TAIL = ":tail"
 _REF_LEAD = "Context attached to this message:"
 _REF_TAIL = {
     Strategy.LIBRARY: "Find them in the Context Library above.",
@@ -137,6 +140,26 @@ def reference_line(item: ContextItem) -> str:
     return f"- {item.path or item.identity}"
 
 
+def cache_seam(fragments: Sequence[Fragment]) -> int:
+    """How many kept fragments lead a user message before its first this-turn-only one (0: none, or no seam).
+
+    Under `append-only` the message is split into two content blocks there, with a cache breakpoint after the first,
+    so the next request, whose history copy lacks the ephemeral parts, still reads the kept part from the cache.
+    """
+    for index, fragment in enumerate(fragments):
+        if not fragment.kept:
+            return index
+    return 0
+
+
+def kept_blocks(sent: Sequence[Fragment]) -> list[str]:
+    """A prior user message as history holds it: its kept fragments, as the content blocks it was sent in."""
+    seam = cache_seam(sent)
+    groups = [sent[:seam], sent[seam:]] if seam else [sent]
+    kept = [[f.text for f in group if f.kept] for group in groups]
+    return [BLOCK_SEPARATOR.join(texts) for texts in kept if texts]
+
+
 def unique_items(items: Sequence[ContextItem]) -> list[ContextItem]:
     """De-duplicate by identity, keeping first appearance."""
     seen: set[str] = set()
@@ -185,12 +208,12 @@ class PromptContextEngine:
         carry_parts = request.strategy is not Strategy.LIBRARY
         for index, message in enumerate(request.history):
             if message.role == "user" and carry_parts and message.sent:
-                text = BLOCK_SEPARATOR.join(f.text for f in message.sent if f.retention is Retention.DURABLE)
+                blocks = kept_blocks(message.sent)
             else:
-                text = message.text
-            out.append(
-                Fragment(f"history:{index}", Layer.L4_HISTORY, text, stability=Stability.STABLE, role=message.role)
-            )
+                blocks = [message.text]
+            for part, text in enumerate(blocks):
+                source = f"history:{index}" + (HISTORY_TAIL if part else "")
+                out.append(Fragment(source, Layer.L4_HISTORY, text, stability=Stability.STABLE, role=message.role))
         return out
 
     def _tools(self, request: EnvelopeRequest) -> list[Fragment]:
@@ -235,7 +258,10 @@ class PromptContextEngine:
                     full.append(self._changed_fragment(item, bases.get(item.identity)))
         if refs:
             text = "\n".join([_REF_LEAD, *refs, _REF_TAIL[strategy]])
-            full.append(Fragment("turn:refs", Layer.L3_TURN, text))
+            # A reference points at a copy the history already keeps, so it is sent for its turn only: kept, every
+            # re-attachment would stay in every later request (legacy, the baseline, keeps everything).
+            retention = Retention.DURABLE if strategy is Strategy.LEGACY else Retention.EPHEMERAL
+            full.append(Fragment("turn:refs", Layer.L3_TURN, text, retention))
         return full
 
     @staticmethod

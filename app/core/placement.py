@@ -3,16 +3,18 @@
 - `library` (Copilot for Obsidian's layout): system = L1 + L2; history; user = tools + L3 + L5.
   Breakpoints after L1, after L2, on the last history message, and on the final user message.
 - `append-only`: system = L1; history user messages carry the durable parts they sent; user = tools + L3 + L5.
-  Turn n+1's request extends turn n's byte-for-byte unless L1 or a note changed (or turn n had ephemeral tool
-  output, which is dropped from history). Breakpoints after L1, on the last history user message (where the
-  previous request ended), on the last history message, and on the final message.
+  Turn n+1's request extends turn n's byte-for-byte unless L1 or a note changed, or turn n sent ephemeral parts
+  (tool output, reference lines), which history drops. A message whose kept parts lead its ephemeral ones is two
+  content blocks, split at that seam, both when sent and in history, so the kept part stays cached. Breakpoints
+  after L1, where the previous request's cache entry ends (its user message, or that message's seam), on the last
+  history message (on this message's seam instead, when it has one), and on the final message.
 - `legacy`: like append-only, but every attached item is sent in full every turn (the baseline).
 At most four breakpoints are ever marked (Anthropic's limit); the model bridge maps or ignores them.
 """
 
 from __future__ import annotations
 
-from app.core.envelope import Envelope, Strategy
+from app.core.envelope import HISTORY_TAIL, Envelope, Strategy, cache_seam
 from app.core.fragments import Fragment, Layer
 from app.core.prompt import BLOCK_SEPARATOR, ContentBlock, PromptMessage, Role
 
@@ -41,18 +43,26 @@ def place(envelope: Envelope) -> list[PromptMessage]:
     if system:
         messages.append(PromptMessage("system", tuple(system)))
     history = list(envelope.layer(Layer.L4_HISTORY))
-    # The last history user message ended the previous request, whose full prefix that request cached: marking it
-    # again gives an exact hit even where a provider does not look back for earlier block boundaries.
-    last_user = max((i for i, f in enumerate(history) if f.role == "user"), default=-1)
+    turn = list(envelope.turn_fragments)
+    seam = cache_seam(turn) if envelope.strategy is Strategy.APPEND_ONLY else 0
+    # Where the previous request's cache entry ends in this one: the end of its user message, or that message's
+    # seam when it carried ephemeral parts (tail blocks come after it). Marking it gives an exact hit even where a
+    # provider does not look back for earlier block boundaries.
+    last_user = max(
+        (i for i, f in enumerate(history) if f.role == "user" and not f.source.endswith(HISTORY_TAIL)), default=-1
+    )
     for index, fragment in enumerate(history):
         role: Role = "assistant" if fragment.role == "assistant" else "user"
-        mark = index == len(history) - 1 or (index == last_user and envelope.strategy is not Strategy.LIBRARY)
+        # A seam in this turn's message caches a longer prefix than the last history message would.
+        mark = (index == len(history) - 1 and not seam) or (
+            index == last_user and envelope.strategy is not Strategy.LIBRARY
+        )
         messages.append(PromptMessage.plain(role, fragment.text, cache_breakpoint=mark, source=fragment.source))
-    # One block, so next turn's history copy of this message is the same bytes for every provider.
-    turn = envelope.turn_fragments
-    messages.append(
-        PromptMessage.plain("user", BLOCK_SEPARATOR.join(f.text for f in turn), cache_breakpoint=True, source="turn")
-    )
+    # Next turn's history copy of this message has the same blocks (app.core.envelope.kept_blocks), so every
+    # provider sees the same bytes for the kept part.
+    parts = [turn[:seam], turn[seam:]] if seam else [turn]
+    blocks = tuple(ContentBlock(BLOCK_SEPARATOR.join(f.text for f in part), True, "turn") for part in parts)
+    messages.append(PromptMessage("user", blocks))
     return _merge_same_role(_limit_breakpoints(messages))
 
 

@@ -122,14 +122,24 @@ def prefix_break(previous: Envelope, current: Envelope) -> str:
         if new is not None and new.role == old.role and index == len(before) - 1 and old.role == "user":
             if new.text.startswith(old.text):
                 return ""
-            if _dropped_ephemeral(previous):
-                return "the previous turn's tool output was sent for that turn only (ephemeral), so history differs"
+            dropped = _dropped_ephemeral(previous)
+            if dropped:
+                return f"the previous turn's {dropped} sent for that turn only (ephemeral), so history differs"
         return _cause(previous, current, index)
     return ""
 
 
-def _dropped_ephemeral(envelope: Envelope) -> bool:
-    return any(not f.kept for f in envelope.turn_fragments)
+def _dropped_ephemeral(envelope: Envelope) -> str:
+    """What the envelope sent for its turn only, named for the report ("" when nothing)."""
+    sources = {f.source for f in envelope.turn_fragments if not f.kept}
+    parts = []
+    if any(s.startswith("tool:") for s in sources):
+        parts.append("tool output")
+    if "turn:refs" in sources:
+        parts.append("reference lines")
+    if parts:
+        return " and ".join(parts) + " were"
+    return "context was" if sources else ""
 
 
 def _cause(previous: Envelope, current: Envelope, message_index: int) -> str:

@@ -12,6 +12,8 @@ from app.core.fragments import Layer
 from app.core.items import ContextRef
 from app.core.manager import ChatManager, TurnStarted
 from app.core.placement import place
+from app.core.prompt import BLOCK_SEPARATOR
+from app.core.report import build_report
 from tests.core.fakes import MemoryResolver, ScriptedBackend, options
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -74,12 +76,37 @@ def test_library_layers_follow_the_issue() -> None:
     assert [f.source for f in t3.layer(Layer.L3_TURN)] == ["turn:refs"]
 
 
-def test_append_only_extends_previous_request_byte_for_byte() -> None:
+def test_append_only_extends_the_kept_part_of_the_previous_request_byte_for_byte() -> None:
     starts = run_three_turns(Strategy.APPEND_ONLY)
     for previous, current in zip(starts, starts[1:], strict=False):
         prev_msgs = previous.messages
         cur_msgs = current.messages
-        assert [m.text for m in cur_msgs[: len(prev_msgs)]] == [m.text for m in prev_msgs]
+        assert [m.text for m in cur_msgs[: len(prev_msgs) - 1]] == [m.text for m in prev_msgs[:-1]]
+        kept = [f.text for f in previous.envelope.turn_fragments if f.kept]
+        assert cur_msgs[len(prev_msgs) - 1].text == BLOCK_SEPARATOR.join(kept)
+
+
+def test_reference_lines_are_sent_for_their_turn_only_under_append_only() -> None:
+    t1, t2, t3 = run_three_turns(Strategy.APPEND_ONLY)
+    refs = [f for f in t2.envelope.turn_fragments if f.source == "turn:refs"]
+    assert len(refs) == 1
+    assert not refs[0].kept
+    assert SPEC in t2.messages[-1].text
+    assert "Context attached to this message:" not in t3.messages[3].text  # turn 2's message, now history
+    assert "Context attached to this message:" in t3.messages[-1].text  # turn 3's own reference
+
+
+def test_the_kept_part_before_a_seam_is_the_same_cached_block_next_turn() -> None:
+    _, t2, t3 = run_three_turns(Strategy.APPEND_ONLY)
+    sent = t2.messages[-1].blocks  # api-docs in full | the reference line and the question
+    assert [b.cache_breakpoint for b in sent] == [True, True]
+    assert f"<path>{API}</path>" in sent[0].text
+    assert "Context attached" in sent[1].text
+    history = t3.messages[3].blocks
+    # Same text, and marked: the next request reads what this one cached.
+    assert (history[0].text, history[0].cache_breakpoint) == (sent[0].text, True)
+    assert history[1].text == "What's the API?"
+    assert not history[1].cache_breakpoint
 
 
 def test_placement_marks_at_most_four_breakpoints() -> None:
@@ -87,3 +114,10 @@ def test_placement_marks_at_most_four_breakpoints() -> None:
         for start in run_three_turns(strategy):
             marks = sum(b.cache_breakpoint for m in place(start.envelope) for b in m.blocks)
             assert 1 <= marks <= 4
+
+
+def test_the_report_says_why_the_previous_message_differs_in_history() -> None:
+    t1, t2, t3 = run_three_turns(Strategy.APPEND_ONLY)
+    assert build_report(t2.envelope, previous=t1.envelope).prefix_break == ""
+    reason = build_report(t3.envelope, previous=t2.envelope).prefix_break
+    assert reason == "the previous turn's reference lines were sent for that turn only (ephemeral), so history differs"

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from app.cli import main
 from app.llm.testserver import TestServer
+from app.llm.testserver.tokens import count_tokens
 from tests.conftest import DEMO_VAULT
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "latency-6turn.json"
+REFERENCE = re.compile(r"Context attached to this message:\n(?:- .*\n)+Find them .*\n\n")
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, object]]]:
@@ -92,7 +95,51 @@ def test_append_only_requests_extend_each_other(
     for before, after in zip(bodies, bodies[1:], strict=False):
         assert after["prompt_cache_key"] == before["prompt_cache_key"]
         old = before["messages"]
-        assert after["messages"][: len(old)] == old
+        assert after["messages"][: len(old) - 1] == old[:-1]
+        # The previous message, as history keeps it: without its reference lines, which were for its turn only.
+        kept = REFERENCE.sub("", old[-1]["content"])
+        assert after["messages"][len(old) - 1] == {"role": "user", "content": kept}
+    assert sum(bool(REFERENCE.search(b["messages"][-1]["content"])) for b in bodies) == 5
+
+
+@pytest.mark.e2e
+def test_anthropic_reads_a_note_sent_beside_a_reference_from_the_cache_next_turn(
+    model_server: TestServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "script.json"
+    long_note = "Piano Lessons/api-docs.md"
+    turns = [
+        {"attach": ["Piano Lessons/project-spec.md"], "say": "What is the app?"},
+        {"attach": ["Piano Lessons/project-spec.md", long_note], "say": "And its API?"},
+        {"say": "Thanks."},
+    ]
+    script.write_text(json.dumps({"turns": turns, "reply_words": 20}), encoding="utf-8")
+    code, lines = run_cli(
+        [
+            "replay",
+            str(script),
+            "--vault",
+            str(DEMO_VAULT),
+            "--model",
+            "anthropic/claude-test",
+            "--api-base",
+            model_server.anthropic_base_url,
+            "--vault-copy",
+            str(tmp_path / "c"),
+        ],
+        capsys,
+    )
+    assert code == 0
+    second, third = (r.body["messages"] for r in model_server.model_requests[1:3])
+    sent = second[-1]["content"]  # the API docs in full | the reference line and the question
+    assert len(sent) == 2
+    assert "<path>Piano Lessons/api-docs.md</path>" in sent[0]["text"]
+    assert "Context attached" in sent[1]["text"]
+    assert "cache_control" in sent[0]
+    assert third[2]["content"][0] == sent[0]  # history keeps that block as sent, still marked
+    assert "Context attached" not in third[2]["content"][1]["text"]
+    # Only the question, the reply and the new turn are uncached; the API docs are read from the cache.
+    assert lines[2]["uncached"] < count_tokens(sent[0]["text"])
 
 
 def test_context_prints_each_turns_envelope(capsys: pytest.CaptureFixture[str]) -> None:
