@@ -7,7 +7,7 @@
   (tool output, reference lines), which history drops. A message whose kept parts lead its ephemeral ones is two
   content blocks, split at that seam, both when sent and in history, so the kept part stays cached. Breakpoints
   after L1, where the previous request's cache entry ends (its user message, or that message's seam), on the last
-  history message (on this message's seam instead, when it has one), and on the final message.
+  history message, and at the end of this message (at its seam, when it has one).
 - `legacy`: like append-only, but every attached item is sent in full every turn (the baseline).
 At most four breakpoints are ever marked (Anthropic's limit); the model bridge maps or ignores them.
 """
@@ -53,15 +53,16 @@ def place(envelope: Envelope) -> list[PromptMessage]:
     )
     for index, fragment in enumerate(history):
         role: Role = "assistant" if fragment.role == "assistant" else "user"
-        # A seam in this turn's message caches a longer prefix than the last history message would.
-        mark = (index == len(history) - 1 and not seam) or (
-            index == last_user and envelope.strategy is not Strategy.LIBRARY
-        )
+        mark = index == len(history) - 1 or (index == last_user and envelope.strategy is not Strategy.LIBRARY)
         messages.append(PromptMessage.plain(role, fragment.text, cache_breakpoint=mark, source=fragment.source))
     # Next turn's history copy of this message has the same blocks (app.core.envelope.kept_blocks), so every
-    # provider sees the same bytes for the kept part.
-    parts = [turn[:seam], turn[seam:]] if seam else [turn]
-    blocks = tuple(ContentBlock(BLOCK_SEPARATOR.join(f.text for f in part), True, "turn") for part in parts)
+    # provider sees the same bytes for the kept part. The mark goes on the seam: the whole message, ephemeral
+    # parts included, will not be sent again, so caching it would only spend a breakpoint.
+    if seam:
+        kept, rest = (BLOCK_SEPARATOR.join(f.text for f in part) for part in (turn[:seam], turn[seam:]))
+        blocks = (ContentBlock(kept, True, "turn"), ContentBlock(rest, False, "turn"))
+    else:
+        blocks = (ContentBlock(BLOCK_SEPARATOR.join(f.text for f in turn), True, "turn"),)
     messages.append(PromptMessage("user", blocks))
     return _merge_same_role(_limit_breakpoints(messages))
 

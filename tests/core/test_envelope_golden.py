@@ -99,7 +99,7 @@ def test_reference_lines_are_sent_for_their_turn_only_under_append_only() -> Non
 def test_the_kept_part_before_a_seam_is_the_same_cached_block_next_turn() -> None:
     _, t2, t3 = run_three_turns(Strategy.APPEND_ONLY)
     sent = t2.messages[-1].blocks  # api-docs in full | the reference line and the question
-    assert [b.cache_breakpoint for b in sent] == [True, True]
+    assert [b.cache_breakpoint for b in sent] == [True, False]  # the whole message will not be sent again
     assert f"<path>{API}</path>" in sent[0].text
     assert "Context attached" in sent[1].text
     history = t3.messages[3].blocks
@@ -121,3 +121,9 @@ def test_the_report_says_why_the_previous_message_differs_in_history() -> None:
     assert build_report(t2.envelope, previous=t1.envelope).prefix_break == ""
     reason = build_report(t3.envelope, previous=t2.envelope).prefix_break
     assert reason == "the previous turn's reference lines were sent for that turn only (ephemeral), so history differs"
+
+
+def test_the_last_history_message_always_carries_a_breakpoint() -> None:
+    for strategy in (Strategy.APPEND_ONLY, Strategy.LIBRARY):
+        for start in run_three_turns(strategy)[1:]:
+            assert start.messages[-2].blocks[-1].cache_breakpoint, strategy
