@@ -124,7 +124,10 @@ def prefix_break(previous: Envelope, current: Envelope) -> str:
                 return ""
             dropped = _dropped_ephemeral(previous)
             if dropped:
-                return f"the previous turn's {dropped} sent for that turn only (ephemeral), so history differs"
+                return (
+                    f"the previous turn's {dropped} sent for that turn only (ephemeral): the cache is read up to "
+                    "where they were, and the rest of that message is sent again"
+                )
         return _cause(previous, current, index)
     return ""
 
