@@ -58,11 +58,10 @@ def place(envelope: Envelope) -> list[PromptMessage]:
     # Next turn's history copy of this message has the same blocks (app.core.envelope.kept_blocks), so every
     # provider sees the same bytes for the kept part. The mark goes on the seam: the whole message, ephemeral
     # parts included, will not be sent again, so caching it would only spend a breakpoint.
-    if seam:
-        kept, rest = (BLOCK_SEPARATOR.join(f.text for f in part) for part in (turn[:seam], turn[seam:]))
-        blocks = (ContentBlock(kept, True, "turn"), ContentBlock(rest, False, "turn"))
-    else:
-        blocks = (ContentBlock(BLOCK_SEPARATOR.join(f.text for f in turn), True, "turn"),)
+    parts = [turn[:seam], turn[seam:]] if seam else [turn]
+    blocks = tuple(
+        ContentBlock(BLOCK_SEPARATOR.join(f.text for f in part), index == 0, "turn") for index, part in enumerate(parts)
+    )
     messages.append(PromptMessage("user", blocks))
     return _merge_same_role(_limit_breakpoints(messages))
 
