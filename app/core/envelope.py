@@ -141,7 +141,7 @@ def reference_line(item: ContextItem) -> str:
 
 
 def cache_seam(fragments: Sequence[Fragment]) -> int:
-    """How many kept fragments lead a user message before its first this-turn-only one (0: none, or no seam).
+    """The number of kept fragments before a user message's first this-turn-only one; 0 when either kind is missing.
 
     Under `append-only` the message is split into two content blocks there, with a cache breakpoint after the first,
     so the next request, whose history copy lacks the ephemeral parts, still reads the kept part from the cache.
