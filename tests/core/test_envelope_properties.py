@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.envelope import Envelope, PromptContextEngine, Strategy
+from app.core.envelope import Envelope, PromptContextEngine, Strategy, kept_blocks
 from app.core.fragments import Layer
 from app.core.items import ContextItem, ContextRef
 from app.core.manager import ChatManager, TurnStarted
@@ -79,6 +79,19 @@ def sees_current(full: str, updates: list[str], current: str) -> bool:
     return full == current
 
 
+def assert_extends_kept_part(previous: TurnStarted, current: TurnStarted) -> None:
+    """Under append-only a request extends the previous one, whose last message lost only its ephemeral parts."""
+    before, after = previous.messages, current.messages
+    texts = [[b.text for b in m.blocks] for m in after[: len(before) - 1]]
+    assert texts == [[b.text for b in m.blocks] for m in before[:-1]]
+    sent, kept = before[-1].blocks, after[len(before) - 1].blocks
+    assert [b.text for b in kept] == kept_blocks(previous.envelope.turn_fragments)
+    if len(sent) == 2:  # split at its seam: the kept block is the same, and marked where it was cached
+        assert sent[0].cache_breakpoint
+        assert kept[0].text == sent[0].text
+        assert kept[0].cache_breakpoint
+
+
 turn_strategy = st.lists(
     st.tuples(
         st.lists(st.sampled_from(PATHS), max_size=3),  # attach
@@ -99,6 +112,7 @@ def test_random_sequences_keep_invariants(
     resolver = MemoryResolver({p: f"# {p}\nline a\nline b\nline c\n" for p in PATHS})
     manager = ChatManager(resolver=resolver, backend=ScriptedBackend(), options=options, strategy=strategy)
     previous: Envelope | None = None
+    previous_start: TurnStarted | None = None
     for number, (attach, edits, select, append) in enumerate(turns):
         for path in edits:
             if append:
@@ -121,7 +135,9 @@ def test_random_sequences_keep_invariants(
         rebuilt = manager.build_envelope(start.user_message)
         assert rebuilt.fragments == envelope.fragments
         assert rebuilt.prompt_hash == envelope.prompt_hash
-        previous = envelope
+        if strategy is Strategy.APPEND_ONLY and previous_start is not None:
+            assert_extends_kept_part(previous_start, start)
+        previous, previous_start = envelope, start
 
 
 def test_reference_conversation_invariants(reference_vault: Path, tmp_path: Path, shared: Path) -> None:
