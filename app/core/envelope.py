@@ -56,7 +56,6 @@ _REF_LEAD = "Context attached to this message:"
 _REF_TAIL = {
     Strategy.LIBRARY: "Find them in the Context Library above.",
     Strategy.APPEND_ONLY: "Find them earlier in this conversation, with any later update.",
-    Strategy.LEGACY: "Find them earlier in this conversation.",
 }
 
 
@@ -258,10 +257,9 @@ class PromptContextEngine:
                     full.append(self._changed_fragment(item, bases.get(item.identity)))
         if refs:
             text = "\n".join([_REF_LEAD, *refs, _REF_TAIL[strategy]])
-            # A reference points at a copy the history already keeps, so it is sent for its turn only: kept, every
-            # re-attachment would stay in every later request (legacy, the baseline, keeps everything).
-            retention = Retention.DURABLE if strategy is Strategy.LEGACY else Retention.EPHEMERAL
-            full.append(Fragment("turn:refs", Layer.L3_TURN, text, retention))
+            # A reference points at a copy the prompt already holds, so it is sent for its turn only: kept, every
+            # re-attachment would stay in every later request. (Legacy sends no references: it repeats items.)
+            full.append(Fragment("turn:refs", Layer.L3_TURN, text, Retention.EPHEMERAL))
         return full
 
     @staticmethod
