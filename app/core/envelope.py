@@ -1,8 +1,9 @@
 """The layered context envelope: `PromptContextEngine.build(request) -> Envelope`.
 
 Layers, most stable first: L1 system & project → L2 context library → L3 this turn's attachments (and tool
-output and reference lines, both ephemeral) → L4 chat history → L5 the user's text. Invariants, for every strategy
-but `legacy`:
+output and reference lines, both ephemeral) → L4 chat history → L5 the user's text. The user message carries the
+turn's items in full, then tool output under `# Additional context:`, then the reference line, then the text: kept
+parts before this-turn-only ones, the question after the documents. Invariants, for every strategy but `legacy`:
 - every attached item is present exactly once in full, or as a reference to a full copy earlier in the same request;
 - a note whose content changed since it was last sent is sent again, never stale-only: in full, marked updated
   (`library` holds it in L2), or under `append-only` as an update block of changes from its full copy in the
@@ -183,8 +184,10 @@ class PromptContextEngine:
             for item in library:
                 fragments.append(self._item_fragment(item, Layer.L2_LIBRARY, Stability.STABLE, source="library"))
         fragments += self._history(request)
-        fragments += self._tools(request)
-        fragments += self._turn(request, library)
+        items, refs = self._turn(request, library)
+        # Items sent in full are kept, tool output and references are for this turn only: kept parts first, so the
+        # next request still extends this one through them; the question comes after all the documents.
+        fragments += items + self._tools(request) + refs
         fragments.append(Fragment("user.text", Layer.L5_USER, request.user_text))
         return Envelope(strategy, tuple(fragments))
 
@@ -225,7 +228,8 @@ class PromptContextEngine:
             out.append(Fragment(f"tool:{tool.name}", Layer.L3_TURN, tool.text, retention))
         return out
 
-    def _turn(self, request: EnvelopeRequest, library: list[ContextItem]) -> list[Fragment]:
+    def _turn(self, request: EnvelopeRequest, library: list[ContextItem]) -> tuple[list[Fragment], list[Fragment]]:
+        """This turn's items in full (or their updates), and the reference line for items already present."""
         strategy = request.strategy
         sent = request.sent_hashes
         in_library = {item.identity for item in library}
@@ -255,12 +259,12 @@ class PromptContextEngine:
                 previous = sent.get(item.identity)
                 if item.identity not in attached_ids and previous is not None and previous != item.content_hash:
                     full.append(self._changed_fragment(item, bases.get(item.identity)))
-        if refs:
-            text = "\n".join([_REF_LEAD, *refs, _REF_TAIL[strategy]])
-            # A reference points at a copy the prompt already holds, so it is sent for its turn only: kept, every
-            # re-attachment would stay in every later request. (Legacy sends no references: it repeats items.)
-            full.append(Fragment("turn:refs", Layer.L3_TURN, text, Retention.EPHEMERAL))
-        return full
+        if not refs:
+            return full, []
+        text = "\n".join([_REF_LEAD, *refs, _REF_TAIL[strategy]])
+        # A reference points at a copy the prompt already holds, so it is sent for its turn only: kept, every
+        # re-attachment would stay in every later request. (Legacy sends no references: it repeats items.)
+        return full, [Fragment("turn:refs", Layer.L3_TURN, text, Retention.EPHEMERAL)]
 
     @staticmethod
     def _full_copies(request: EnvelopeRequest) -> dict[str, tuple[str | None, bool]]:

@@ -1,8 +1,8 @@
 """Placement: turn an Envelope into provider-neutral messages with cache-breakpoint markers.
 
-- `library` (Copilot for Obsidian's layout): system = L1 + L2; history; user = tools + L3 + L5.
+- `library` (Copilot for Obsidian's layout): system = L1 + L2; history; user = L3 items + tools + references + L5.
   Breakpoints after L1, after L2, on the last history message, and on the final user message.
-- `append-only`: system = L1; history user messages carry the durable parts they sent; user = tools + L3 + L5.
+- `append-only`: system = L1; history user messages carry the durable parts they sent; user as in library.
   Turn n+1's request extends turn n's byte-for-byte unless L1 or a note changed, or turn n sent ephemeral parts
   (tool output, reference lines), which history drops. A message whose kept parts lead its ephemeral ones is two
   content blocks, split at that seam, both when sent and in history, so the kept part stays cached. Breakpoints

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.envelope import Strategy
+from app.core.envelope import EnvelopeRequest, HistoryMessage, PromptContextEngine, Strategy, ToolOutput
 from app.core.fragments import Layer
 from app.core.items import ContextRef
 from app.core.manager import ChatManager, TurnStarted
@@ -127,3 +127,21 @@ def test_the_last_history_message_always_carries_a_breakpoint() -> None:
     for strategy in (Strategy.APPEND_ONLY, Strategy.LIBRARY):
         for start in run_three_turns(strategy)[1:]:
             assert start.messages[-2].blocks[-1].cache_breakpoint, strategy
+
+
+def test_a_note_sent_beside_search_results_stays_cached_next_turn() -> None:
+    engine = PromptContextEngine()
+    (spec,) = MemoryResolver(dict(NOTES)).resolve(ContextRef.note(SPEC))
+    search = ToolOutput("localSearch", "<localSearch>\n[1] results\n</localSearch>")
+    first = engine.build(EnvelopeRequest("What is it?", attachments=(spec,), tool_outputs=(search,)))
+    sources = [f.source for f in first.turn_fragments]
+    # Kept parts first, the question after every document.
+    assert sources == [f"turn:{SPEC}", "tool:header", "tool:localSearch", "user.text"]
+    sent = place(first)[-1].blocks
+    assert [b.cache_breakpoint for b in sent] == [True, False]
+    assert sent[1].text.startswith("# Additional context:")
+    history = (HistoryMessage("user", "What is it?", first.turn_fragments), HistoryMessage("assistant", "An app."))
+    second = engine.build(EnvelopeRequest("Why?", history=history, library=(spec,), sent_hashes=first.sent_item_hashes))
+    kept = place(second)[1].blocks
+    assert (kept[0].text, kept[0].cache_breakpoint) == (sent[0].text, True)  # read from the cache
+    assert kept[1].text == "What is it?"  # the search results were for that turn only

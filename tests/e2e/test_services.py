@@ -45,6 +45,12 @@ def test_vault_search_mode_sends_a_local_search_block(tmp_path: Path) -> None:
         assert sent.startswith("# Additional context:\n\n<localSearch")
         assert "pricing" in sent
         assert sent.rstrip().endswith("What commission did we settle on?")
+        # A note attached in a search turn comes first: it is kept, the search results are for that turn only.
+        note = ContextRef.note("Piano Lessons/decisions.md")
+        list(services.chats.send("And the decision log?", [note], search=True))
+        sent = backend.requests[-1][-1].text
+        assert sent.startswith("<note_context>\n<title>decisions</title>")
+        assert sent.index("</note_context>") < sent.index("# Additional context:\n\n<localSearch")
     finally:
         services.close()
 
