@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.core.blocks import escape_content, render_block
-from app.core.revisions import line_changes
+from app.core.revisions import diff_changes
 
 
 class RefKind(StrEnum):
@@ -76,6 +76,7 @@ class ContextRef:
 
 UPDATE_LEAD = "Changes since its full copy above:"
 UPDATE_LEAD_AGAIN = "Changes since its full copy above, including the earlier update:"
+UPDATE_SHORTENED = " (… stands for the unchanged rest of a long line)"
 UPDATE_UNCHANGED = "Back to the text of its full copy above: earlier updates no longer apply."
 
 # Tag names per item kind (shared/spec/context-blocks.md).
@@ -161,14 +162,17 @@ class ContextItem:
                 fields += [("start_line", str(self.start_line)), ("end_line", str(self.end_line))]
         # No mtime: the update stays in every later request, and where it sits in the conversation says when.
         current = self.content_view
+        shortened = False
         if current == base:
             child, body = "", UPDATE_UNCHANGED
         elif current.startswith(base):
             # Most note edits add to the end (journals, logs): the added text is clearer than a diff.
             child, body = "appended", current[len(base) :].lstrip("\n")
         else:
-            child, body = "diff", line_changes(base, current)
+            child, (body, shortened) = "diff", diff_changes(base, current)
         lead = UPDATE_LEAD_AGAIN if after_update else UPDATE_LEAD
+        if shortened:
+            lead = lead.removesuffix(":") + UPDATE_SHORTENED + ":"
         lines = [render_block(tag, fields).removesuffix(f"\n</{tag}>"), lead if child else body]
         if child:
             lines += [f"<{child}>", body, f"</{child}>"]

@@ -108,3 +108,46 @@ def test_a_second_update_says_it_counts_from_the_full_copy_too() -> None:
     )
     turn = "\n".join(f.text for f in envelope.turn_fragments)
     assert "Changes since its full copy above, including the earlier update:\n<appended>\nmore\nagain\n" in turn
+
+
+words = st.sampled_from(["the", "note", "says", "…", "unique_ptr", "a", "b", "owns", "it", "x y", "<content>", ""])
+long_lines = st.one_of(st.lists(words, max_size=8), st.lists(words, min_size=60, max_size=120)).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    old=st.lists(long_lines, min_size=1, max_size=5),
+    edits=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 119), words), max_size=4),
+)
+def test_shortened_long_lines_apply_back_to_the_new_text(old: list[str], edits: list[tuple[int, int, str]]) -> None:
+    new = [line.split(" ") for line in old]
+    for row, column, word in edits:
+        line = new[row % len(new)]
+        line[column % len(line)] = word
+    before, after = "\n".join(old), "\n".join(" ".join(line) for line in new)
+    assert apply_changes(before, line_changes(before, after)) == after
+
+
+PARAGRAPH = " ".join(f"Sentence {i} of a long paragraph about owning pointers and what they do." for i in range(8))
+
+
+def test_a_word_changed_in_a_long_paragraph_shows_only_that_part() -> None:
+    base = note(f"# T\n\n{PARAGRAPH}\n\nEnd.\n")
+    changed = PARAGRAPH.replace("Sentence 4 of", "Sentence 4 (reviewed) of")
+    update = note(f"# T\n\n{changed}\n\nEnd.\n").render_update(base.content_view)
+    assert "Changes since its full copy above (… stands for the unchanged rest of a long line):" in update
+    removed, added = (line for line in update.split("\n") if line[:1] in "-+" and line[1:2] == "…")
+    assert removed.startswith("-…")
+    assert removed.endswith("…")
+    assert "Sentence 4 of" in removed
+    assert "Sentence 4 (reviewed) of" in added
+    assert len(removed) < len(PARAGRAPH) / 3
+    body = update.split("<diff>\n", 1)[1].split("\n</diff>", 1)[0]
+    assert apply_changes(base.content_view, body) == note(f"# T\n\n{changed}\n\nEnd.\n").content_view
+
+
+def test_short_lines_and_lines_that_start_with_an_ellipsis_are_shown_whole() -> None:
+    assert line_changes("a\nshort line\nb", "a\nshort lane\nb") == "@@ -1,3 +1,3 @@\n a\n-short line\n+short lane\n b"
+    old = "…" + PARAGRAPH
+    changes = line_changes(old, old.replace("Sentence 4", "Sentence four"))
+    assert f"\n-{old}\n" in f"\n{changes}\n"
