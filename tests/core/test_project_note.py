@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -28,7 +30,14 @@ projects = st.builds(
 
 @given(projects)
 def test_round_trip(project: Project) -> None:
-    assert from_markdown(to_markdown(project), project.path) == project
+    # Reading a note turns Windows line ends into "\n" (a note edited on Windows), so the prompt comes back so.
+    expected = dataclasses.replace(project, prompt=project.prompt.replace("\r\n", "\n"))
+    assert from_markdown(to_markdown(project), project.path) == expected
+
+
+def test_windows_line_ends_in_a_prompt_read_back_as_newlines() -> None:
+    project = Project(id="p", name="P", prompt="one\r\ntwo", path="Sidenote/Projects/p.md")
+    assert from_markdown(to_markdown(project), project.path).prompt == "one\ntwo"
 
 
 def test_hand_written_note_without_properties() -> None:
