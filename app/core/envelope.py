@@ -152,11 +152,15 @@ def cache_seam(fragments: Sequence[Fragment]) -> int:
     return 0
 
 
+def seam_groups(fragments: Sequence[Fragment]) -> list[Sequence[Fragment]]:
+    """A user message's fragments grouped as the content blocks they are sent in: split at its cache seam."""
+    seam = cache_seam(fragments)
+    return [fragments[:seam], fragments[seam:]] if seam else [fragments]
+
+
 def kept_blocks(sent: Sequence[Fragment]) -> list[str]:
     """A prior user message as history holds it: its kept fragments, as the content blocks it was sent in."""
-    seam = cache_seam(sent)
-    groups = [sent[:seam], sent[seam:]] if seam else [sent]
-    kept = [[f.text for f in group if f.kept] for group in groups]
+    kept = [[f.text for f in group if f.kept] for group in seam_groups(sent)]
     return [BLOCK_SEPARATOR.join(texts) for texts in kept if texts]
 
 

@@ -14,7 +14,7 @@ At most four breakpoints are ever marked (Anthropic's limit); the model bridge m
 
 from __future__ import annotations
 
-from app.core.envelope import HISTORY_TAIL, Envelope, Strategy, cache_seam
+from app.core.envelope import HISTORY_TAIL, Envelope, Strategy, seam_groups
 from app.core.fragments import Fragment, Layer
 from app.core.prompt import BLOCK_SEPARATOR, ContentBlock, PromptMessage, Role
 
@@ -43,8 +43,6 @@ def place(envelope: Envelope) -> list[PromptMessage]:
     if system:
         messages.append(PromptMessage("system", tuple(system)))
     history = list(envelope.layer(Layer.L4_HISTORY))
-    turn = list(envelope.turn_fragments)
-    seam = cache_seam(turn) if envelope.strategy is Strategy.APPEND_ONLY else 0
     # Where the previous request's cache entry ends in this one: the end of its user message, or that message's
     # seam when it carried ephemeral parts (tail blocks come after it). Marking it gives an exact hit even where a
     # provider does not look back for earlier block boundaries.
@@ -58,7 +56,8 @@ def place(envelope: Envelope) -> list[PromptMessage]:
     # Next turn's history copy of this message has the same blocks (app.core.envelope.kept_blocks), so every
     # provider sees the same bytes for the kept part. The mark goes on the seam: the whole message, ephemeral
     # parts included, will not be sent again, so caching it would only spend a breakpoint.
-    parts = [turn[:seam], turn[seam:]] if seam else [turn]
+    turn = envelope.turn_fragments
+    parts = seam_groups(turn) if envelope.strategy is Strategy.APPEND_ONLY else [turn]
     blocks = tuple(
         ContentBlock(BLOCK_SEPARATOR.join(f.text for f in part), index == 0, "turn") for index, part in enumerate(parts)
     )
