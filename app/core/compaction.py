@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from app.core.blocks import escape_content
 from app.core.chat import Chat
-from app.core.envelope import Envelope, HistoryMessage, Strategy, kept_blocks
+from app.core.envelope import Envelope, HistoryMessage, Strategy, history_blocks
 from app.core.fragments import Layer, estimate_tokens
 from app.core.messages import Message, Sender
 from app.core.placement import place
@@ -153,10 +153,8 @@ def compacted_prior(chat: Chat, user: Message, prior: list[Message]) -> tuple[Hi
 
 def history_tokens(message: Message, strategy: Strategy) -> int:
     """Estimated tokens a prior message takes in history (what the envelope puts there)."""
-    text = message.text
-    if message.sender is Sender.USER and strategy is not Strategy.LIBRARY and message.sent:
-        text = BLOCK_SEPARATOR.join(kept_blocks(message.sent))
-    return estimate_tokens(text) + MESSAGE_OVERHEAD
+    blocks = history_blocks(HistoryMessage(message.sender.value, message.text, message.sent), strategy)
+    return estimate_tokens(BLOCK_SEPARATOR.join(blocks)) + MESSAGE_OVERHEAD
 
 
 @dataclass

@@ -164,6 +164,14 @@ def kept_blocks(sent: Sequence[Fragment]) -> list[str]:
     return [BLOCK_SEPARATOR.join(texts) for texts in kept if texts]
 
 
+def history_blocks(message: HistoryMessage, strategy: Strategy) -> list[str]:
+    """A prior message as the history layer holds it, as content blocks: under `append-only` and `legacy` a user
+    message's kept parts as sent, otherwise its display text."""
+    if message.role == "user" and strategy is not Strategy.LIBRARY and message.sent:
+        return kept_blocks(message.sent)
+    return [message.text]
+
+
 def unique_items(items: Sequence[ContextItem]) -> list[ContextItem]:
     """De-duplicate by identity, keeping first appearance."""
     seen: set[str] = set()
@@ -211,13 +219,8 @@ class PromptContextEngine:
 
     def _history(self, request: EnvelopeRequest) -> list[Fragment]:
         out = []
-        carry_parts = request.strategy is not Strategy.LIBRARY
         for index, message in enumerate(request.history):
-            if message.role == "user" and carry_parts and message.sent:
-                blocks = kept_blocks(message.sent)
-            else:
-                blocks = [message.text]
-            for part, text in enumerate(blocks):
+            for part, text in enumerate(history_blocks(message, request.strategy)):
                 source = f"history:{index}" + (HISTORY_TAIL if part else "")
                 out.append(Fragment(source, Layer.L4_HISTORY, text, stability=Stability.STABLE, role=message.role))
         return out
